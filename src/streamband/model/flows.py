@@ -83,15 +83,27 @@ class FlowMap:
     """Flows of an application placed on a topology, with their paths."""
 
     def __init__(
-        self, app: App, topo: Topology, placement: dict[str, str], routing: str = "ecmp"
+        self,
+        app: App,
+        topo: Topology,
+        placement: dict[str, str],
+        routing: str = "ecmp",
+        shares: dict[int, np.ndarray] | None = None,
     ) -> None:
+        """``shares`` overrides the grouping of some edges: edge index -> a matrix
+        (sender instances x receiver instances) of shares, e.g. from a locality-aware
+        routing table (003)."""
         self.app = app
         self.topo = topo
         self.placement = placement
         specs = []
         for ei, e in enumerate(app.edges):
             for i in range(app.op(e.src).parallelism):
-                for j, share in sorted(edge_shares(app, e, i, placement).items()):
+                if shares is not None and ei in shares:
+                    row = {j: float(v) for j, v in enumerate(shares[ei][i]) if v > 0}
+                else:
+                    row = edge_shares(app, e, i, placement)
+                for j, share in sorted(row.items()):
                     specs.append((ei, instance_id(e.src, i), instance_id(e.dst, j), share))
         router = Router(topo, routing)
         pairs = [(placement[s], placement[d]) for _, s, d, _ in specs]
