@@ -1,0 +1,142 @@
+"""Pieces every allocation policy shares: the flow x link entries of R (000 eq. 1a),
+per-flow and per-link reductions, bottleneck detection, the final capacity cap and
+the backfill pass of 000 §VI-C.
+
+Everything works on the nonzeros of the CSR routing matrix, kept in CSR order
+(sorted by flow), so per-flow reductions are ``np.minimum.reduceat`` and per-link
+sums are ``np.bincount``: no Python loop over flows or links.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+#: a link is bottlenecked when its flows' demands reach this share of capacity
+BOTTLENECK_FRAC = 1.0 - 1e-3
+
+
+@dataclass(frozen=True)
+class Entries:
+    """The nonzeros of R in CSR order: ``rows[i]`` crosses ``cols[i]``."""
+
+    rows: np.ndarray  # (nnz,) flow index, sorted
+    cols: np.ndarray  # (nnz,) link index
+    n_flows: int
+    n_links: int
+
+    @property
+    def has_link(self) -> np.ndarray:
+        """(F,) True for flows crossing at least one link."""
+        out = np.zeros(self.n_flows, bool)
+        out[self.rows] = True
+        return out
+
+    def link_sum(self, x: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+        """(L,) Σ_{f ∋ l} x_f, the load R^T x (optionally over the entries in ``mask``)."""
+        if mask is None:
+            return np.bincount(self.cols, weights=x[self.rows], minlength=self.n_links)
+        return np.bincount(self.cols[mask], weights=x[self.rows[mask]], minlength=self.n_links)
+
+
+def entries(routing: sp.spmatrix | sp.sparray) -> Entries:
+    """The nonzeros of the (binary) routing matrix R, flow-sorted."""
+    r = routing if sp.isspmatrix_csr(routing) else sp.csr_matrix(routing)
+    n_flows, n_links = r.shape
+    counts = np.diff(r.indptr)
+    rows = np.repeat(np.arange(n_flows, dtype=np.int64), counts)
+    return Entries(rows, r.indices.astype(np.int64, copy=False), n_flows, n_links)
+
+
+def flow_min(rows: np.ndarray, vals: np.ndarray, n_flows: int, fill: float) -> np.ndarray:
+    """(F,) min of ``vals`` over each flow's entries; ``fill`` for flows with none.
+
+    ``rows`` must be sorted (any subset of CSR entries is)."""
+    out = np.full(n_flows, fill, dtype=float)
+    if rows.size == 0:
+        return out
+    starts = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1])))
+    out[rows[starts]] = np.minimum.reduceat(vals, starts)
+    return out
+
+
+def bottlenecked_links(
+    e: Entries, capacity: np.ndarray, demand_bps: np.ndarray, given: np.ndarray | None
+) -> np.ndarray:
+    """(L,) bool: ``given`` if the caller knows, else links whose flows' demands sum to at
+    least ``BOTTLENECK_FRAC`` of capacity (000 Algorithm 1, line 11: ω^b, φ^b, ϕ^b)."""
+    if given is not None:
+        b = np.asarray(given, bool)
+        if b.shape != (e.n_links,):
+            raise ValueError(
+                f"bottlenecked: expected one bool per link ({e.n_links}), got shape {b.shape}"
+            )
+        return b
+    return e.link_sum(demand_bps) >= capacity * BOTTLENECK_FRAC
+
+
+def enforce_capacity(e: Entries, capacity: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Scale flows down so that R·x <= C (eq. 1a): on every overloaded link l the
+    factor is C_l / load_l and a flow takes the smallest factor over its links."""
+    load = e.link_sum(x)
+    over = load > capacity
+    if not over.any():
+        return x
+    factor = np.ones(e.n_links)
+    factor[over] = capacity[over] / load[over]
+    return x * flow_min(e.rows, factor[e.cols], e.n_flows, 1.0)
+
+
+def backfill(
+    e: Entries,
+    capacity: np.ndarray,
+    x: np.ndarray,
+    links: np.ndarray,
+    max_iter: int = 50,
+    rtol: float = 1e-9,
+) -> np.ndarray:
+    """The backfill pass of 000 §VI-C: capacity left on the ``links`` (bool (L,), the
+    bottlenecked ones) goes to their flows in proportion to the previous pass's rates.
+
+    Per iteration, a flow's increase is the smallest of its proportional shares of
+    the leftover over its ``links`` (an equal share where all its flows on a link are
+    at 0), then cut down so no link at all goes over capacity. Iterates to a fixed
+    point (no leftover can be handed out) or ``max_iter`` rounds. Keeps R·x <= C.
+    """
+    x = x.copy()
+    on = links[e.cols]
+    if not on.any():
+        return x
+    rows_b, cols_b = e.rows[on], e.cols[on]
+    cnt = np.bincount(cols_b, minlength=e.n_links)
+    floor = rtol * capacity
+    for _ in range(max_iter):
+        load = e.link_sum(x)
+        resid = np.maximum(capacity - load, 0.0)
+        resid[resid <= floor] = 0.0
+        if not resid[links].any():
+            break
+        lb, rb = load[cols_b], resid[cols_b]
+        xb = x[rows_b]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = np.where(lb > 0, rb * xb / lb, rb / cnt[cols_b])
+        inc = flow_min(rows_b, share, e.n_flows, 0.0)
+        inc_load = e.link_sum(inc)
+        cut = inc_load > resid
+        if cut.any():
+            factor = np.ones(e.n_links)
+            factor[cut] = resid[cut] / inc_load[cut]
+            inc *= flow_min(e.rows, factor[e.cols], e.n_flows, 1.0)
+        x += inc
+        if inc.max(initial=0.0) <= rtol * capacity[links].max():
+            break
+    return x
+
+
+def finish(e: Entries, x: np.ndarray) -> np.ndarray:
+    """The contract of base.py: ``np.inf`` for flows crossing no link, >= 0 elsewhere."""
+    out = np.maximum(x, 0.0)
+    out[~e.has_link] = np.inf
+    return out

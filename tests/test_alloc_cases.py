@@ -1,0 +1,90 @@
+"""Random allocation problems for the alloc tests: small topologies from
+``streamband.model.topology``, random flow sets routed by ``Router``, random
+flow states (000 §IV-A1) scaled so that some links are bottlenecked."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streamband.alloc.base import AllocProblem, FlowState
+from streamband.model.routing import Router, routing_matrix
+from streamband.model.topology import Topology, fat_tree, leaf_spine, star, two_tier
+
+MBIT = 1e6
+TOPOLOGIES = ("star", "two_tier", "leaf_spine", "fat_tree4")
+REL = 1e-6  # the contract's tolerance on R·x <= C
+
+
+@cache
+def topology(name: str) -> tuple[Topology, Router]:
+    topo = {
+        "star": lambda: star(6, 20 * MBIT),
+        "two_tier": lambda: two_tier(3, 2, 2, 20 * MBIT, 15 * MBIT),
+        "leaf_spine": lambda: leaf_spine(3, 2, 2, 20 * MBIT, 10 * MBIT),
+        "fat_tree4": lambda: fat_tree(4, 20 * MBIT, 10 * MBIT),
+    }[name]()
+    return topo, Router(topo)
+
+
+def random_routing(rng: np.random.Generator, name: str, n_flows: int) -> sp.csr_matrix:
+    topo, router = topology(name)
+    h = topo.hosts
+    pairs = [(h[rng.integers(len(h))], h[rng.integers(len(h))]) for _ in range(n_flows)]
+    return routing_matrix(router.paths(pairs, list(range(n_flows))), len(topo.links))
+
+
+def random_state(rng: np.random.Generator, n: int, dt: float, scale_bytes: float) -> FlowState:
+    """Backlogs and volumes in bytes; about a third of each metric is 0."""
+
+    def metric() -> np.ndarray:
+        v = rng.uniform(0, scale_bytes, n)
+        v[rng.random(n) < 0.3] = 0.0
+        return v
+
+    return FlowState(ls0=metric(), ls1=metric(), lr0=metric(), lr1=metric(), sent=metric())
+
+
+def random_problem(seed: int, name: str, n_flows: int, load: float = 1.0) -> AllocProblem:
+    """A problem on topology ``name``; ``load`` scales demands (1: about a link's worth
+    per flow at Δt = 1 s, so most host links end up bottlenecked)."""
+    rng = np.random.default_rng(seed)
+    topo, _ = topology(name)
+    dt = float(rng.choice([0.5, 1.0, 2.0]))
+    r = random_routing(rng, name, n_flows)
+    state = random_state(rng, n_flows, dt, load * 20 * MBIT / 8 * dt / 2)
+    weights = rng.integers(1, 9, n_flows).astype(float)
+    return AllocProblem(r, topo.capacities, topo.kinds, state, dt, weights)
+
+
+problems = st.builds(
+    random_problem,
+    seed=st.integers(0, 2**32 - 1),
+    name=st.sampled_from(TOPOLOGIES),
+    n_flows=st.integers(1, 25),
+    load=st.sampled_from([0.05, 0.5, 1.0, 4.0]),
+)
+
+
+def assert_feasible(p: AllocProblem, x: np.ndarray) -> None:
+    """The contract of alloc/base.py."""
+    has_link = np.diff(p.routing.indptr) > 0
+    assert x.shape == (p.n_flows,)
+    assert np.all(np.isinf(x[~has_link])), "flows crossing no link must get inf"
+    assert np.all(np.isfinite(x[has_link])), "flows crossing links must get a finite rate"
+    assert np.all(x[has_link] >= 0)
+    load = p.routing.T @ np.where(has_link, x, 0.0)
+    assert np.all(load <= p.capacity * (1 + REL)), (load - p.capacity).max()
+
+
+@settings(max_examples=30, deadline=None)
+@given(problems)
+def test_random_problems_are_well_formed(p: AllocProblem) -> None:
+    assert p.routing.shape == (p.n_flows, len(p.capacity))
+    assert set(np.unique(p.routing.data)) <= {1.0}
+    d = p.demand_bps()
+    assert np.all(d >= 0) and np.all(np.isfinite(d))
