@@ -32,6 +32,15 @@ class Enforcer(Protocol):
         ...
 
 
+def bottlenecked_links(p: AllocProblem) -> np.ndarray:
+    """Links the caller marked, else links whose flows need at least their capacity
+    in the next interval (Σ demand_bps >= C)."""
+    if p.bottlenecked is not None:
+        return np.asarray(p.bottlenecked, bool)
+    load = p.routing.T @ p.demand_bps()
+    return load >= p.capacity * (1.0 - 1e-3)
+
+
 @dataclass
 class Allocation:
     time: float
@@ -65,6 +74,11 @@ class Manager:
         t0 = time.perf_counter()
         rates = self.policy(problem)
         spent = time.perf_counter() - t0
+        # Algorithm 1 outputs rates for the bottlenecked flows F^b (line 9); every
+        # other flow keeps plain TCP sharing, so it is left uncapped.
+        hot = bottlenecked_links(problem)
+        on_hot = np.asarray(problem.routing[:, hot].sum(axis=1)).ravel() > 0
+        rates = np.where(on_hot, rates, np.inf)
         self.enforcer.enforce(rates)
         alloc = Allocation(now, rates, spent)
         self.history.append(alloc)

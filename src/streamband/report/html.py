@@ -49,7 +49,8 @@ class Report:
         fig.savefig(path, dpi=110, bbox_inches="tight")
         plt.close(fig)
         cap = f"<figcaption>{html.escape(caption)}</figcaption>" if caption else ""
-        self.parts.append(f'<figure><img src="{path.name}" alt="{html.escape(name)}">{cap}</figure>')
+        img = f'<img src="{path.name}" alt="{html.escape(name)}">'
+        self.parts.append(f"<figure>{img}{cap}</figure>")
         return path
 
     def write(self) -> Path:
