@@ -7,11 +7,15 @@ allocation of 001 §III-D.
 
 from __future__ import annotations
 
+from streamband.alloc.appaware import appaware, solve_downlink, solve_uplink
 from streamband.alloc.base import AllocProblem, FlowState, Policy
 from streamband.alloc.maxmin import maxmin, maxmin_rates
+from streamband.alloc.weighted import sweep_pair, sweep_search, weighted
 
 POLICIES: dict[str, Policy] = {
     "maxmin": maxmin,
+    "appaware": appaware,
+    "weighted": weighted,
 }
 
 
@@ -30,7 +34,13 @@ __all__ = [
     "AllocProblem",
     "FlowState",
     "Policy",
+    "appaware",
     "get_policy",
     "maxmin",
     "maxmin_rates",
+    "solve_downlink",
+    "solve_uplink",
+    "sweep_pair",
+    "sweep_search",
+    "weighted",
 ]
