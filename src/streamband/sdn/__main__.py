@@ -1,0 +1,5 @@
+"""``python -m streamband.sdn``: the controller process."""
+
+from streamband.sdn.cli import main
+
+main()

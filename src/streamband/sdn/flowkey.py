@@ -1,0 +1,22 @@
+"""The identity of one network flow as the enforcer sees it: an IP pair plus the
+transport ports (000 §V-B1 binds one meter to the rule matching one flow)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class FlowKey(BaseModel):
+    """IPv4 source/destination, transport protocol and ports (0 = any port)."""
+
+    src_ip: str
+    dst_ip: str
+    proto: str = Field("tcp", pattern="^(tcp|udp)$")
+    src_port: int = Field(0, ge=0, le=65535)
+    dst_port: int = Field(0, ge=0, le=65535)
+
+    def key(self) -> tuple[str, str, str, int, int]:
+        return (self.src_ip, self.dst_ip, self.proto, self.src_port, self.dst_port)
+
+    def label(self) -> str:
+        return f"{self.proto}:{self.src_ip}:{self.src_port}->{self.dst_ip}:{self.dst_port}"

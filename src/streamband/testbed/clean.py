@@ -1,0 +1,109 @@
+"""Clean-up as a first-class command (Mininet's ``mn -c``, for this project only):
+kill every process carrying the project's mark, delete the project's bridges and
+veths, stop OVS if the project started it. Works after ``kill -9`` of anything,
+since it reads the kernel's and OVS's state, not the project's memory."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from streamband.testbed import ovs
+from streamband.testbed.registry import MARK, STATE
+
+IFACE = re.compile(r"^(sb[hs]\d+-eth\d+)(@\S+)?$")
+
+
+def _ancestors() -> set[int]:
+    out, pid = set(), os.getpid()
+    while pid > 1:
+        out.add(pid)
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            pid = int(stat.rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return out
+
+
+def marked_processes() -> list[int]:
+    """Pids whose environment holds the project's mark (never this process's line)."""
+    mine = _ancestors()
+    needle = f"{MARK}=".encode()
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit() or int(d.name) in mine:
+            continue
+        try:
+            env = (d / "environ").read_bytes()
+        except OSError:
+            continue
+        if any(item.startswith(needle) for item in env.split(b"\0")):
+            found.append(int(d.name))
+    return sorted(found)
+
+
+def project_interfaces() -> list[str]:
+    out = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    names = []
+    for line in out.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) > 1:
+            m = IFACE.match(parts[1].strip())
+            if m:
+                names.append(m.group(1))
+    return names
+
+
+def leftovers() -> list[str]:
+    """Everything of the project's that still exists."""
+    left = [f"process {p}" for p in marked_processes()]
+    left += [f"bridge {b}" for b in ovs.project_bridges()]
+    left += [f"interface {i}" for i in project_interfaces()]
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    left += [f"netns {n.split()[0]}" for n in netns.splitlines() if n.startswith("sb")]
+    if STATE.exists():
+        left.append(f"state {STATE}")
+    return left
+
+
+def clean(stop_ovs: bool = True) -> list[str]:
+    """Remove everything the project started; returns what was removed."""
+    removed: list[str] = []
+    pids = marked_processes()
+    removed += [f"process {p}" for p in pids]
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for p in pids:
+            try:
+                os.kill(p, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 1.0
+        while pids and time.monotonic() < deadline:
+            pids = [p for p in pids if Path(f"/proc/{p}").exists() and not _zombie(p)]
+            time.sleep(0.05)
+        if not pids:
+            break
+    for b in ovs.project_bridges():
+        ovs.vsctl("--if-exists", "del-br", b, check=False)
+        removed.append(f"bridge {b}")
+    for i in project_interfaces():
+        subprocess.run(["ip", "link", "del", i], capture_output=True)
+        removed.append(f"interface {i}")
+    if STATE.exists():
+        STATE.unlink(missing_ok=True)
+        removed.append(f"state {STATE}")
+    if stop_ovs and ovs.stop_if_ours():
+        removed.append("openvswitch daemons")
+    return removed
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
