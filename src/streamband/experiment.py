@@ -130,7 +130,11 @@ class RunRecord:
 
 
 def run_case(spec: ExperimentSpec, case: Case, policy: str,
-             progress: Callable[[float], None] | None = None) -> RunRecord:
+             progress: Callable[[float], None] | None = None,
+             reference_links: list[int] | None = None) -> RunRecord:
+    """One policy on one case. ``reference_links``: the links whose utilisation to
+    report (the bottlenecks of the tcp run of the same case, so that every policy is
+    measured on the same links, 000 §VI-C); default: this run's own bottlenecks."""
     fm = case.flowmap
     weights = np.array([f.tuple_bytes for f in fm.flows])
     sweep = None
@@ -148,7 +152,10 @@ def run_case(spec: ExperimentSpec, case: Case, policy: str,
         "policy": policy,
         "throughput_tps": res.throughput_tps,
         "latency_ms": res.latency_ms,
-        "link_utilization": res.link_utilization,
+        "link_utilization": (
+            float(np.mean(res.link_util[reference_links])) if reference_links
+            else res.link_utilization
+        ),
         "optimizer_ms": res.optimizer_ms,
         "dropped_tuples": res.dropped_tuples,
         "goodput_mbps": res.goodput_mbps,

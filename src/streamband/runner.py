@@ -31,12 +31,16 @@ def execute(specs: list[ExperimentSpec], console: Console) -> Done:
         for spec, cases in planned:
             records = []
             for case in cases:
+                reference: list[int] | None = None
                 for policy in spec.policies:
                     label = (f"{spec.app.name} {case.placement} {case.network.name} "
                              f"{case.bandwidth_mbps:g} Mbit/s {policy}")
                     task = bar.add_task(label, total=1.0)
                     rec = run_case(spec, case, policy,
-                                   progress=lambda f, t=task: bar.update(t, completed=f))
+                                   progress=lambda f, t=task: bar.update(t, completed=f),
+                                   reference_links=reference)
+                    if policy == "tcp":
+                        reference = rec.result.bottleneck_links
                     bar.update(task, completed=1.0, visible=False)
                     bar.advance(overall)
                     records.append(rec)

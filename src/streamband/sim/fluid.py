@@ -64,6 +64,7 @@ class SimResult:
     sample_times: np.ndarray
     flow_rates_mbps: np.ndarray  # samples x flows
     bottleneck_links: list[int]
+    link_util: np.ndarray  # mean used / capacity of every link over the measured period
     allocations: int = 0
     extras: dict[str, float] = field(default_factory=dict)
 
@@ -354,18 +355,17 @@ class FluidSim:
         cfg = self.cfg
         span = max(cfg.duration_s - warm_s, 1e-9)
         keep = times > warm_s
-        # bottlenecked links: some crossing flow had a sender backlog in most samples
-        R = self.fm.routing
+        # bottlenecked links: full (>= 95 %) while a crossing flow waits, in most samples
+        R = self.fm.routing.toarray()
+        link_util = np.zeros(R.shape[1])
+        hot: list[int] = []
         if keep.any():
-            waiting = (backlogged[keep].astype(float) @ R.toarray()) > 0
-            frac = waiting.mean(axis=0)
-        else:
-            frac = np.zeros(R.shape[1])
-        hot = [int(lk) for lk in np.flatnonzero(frac >= 0.5)]
-        util = None
-        if hot and keep.any():
-            used = (rates[keep] * 1e6) @ self.fm.routing[:, hot].toarray()
-            util = float(np.mean(used / self.capacity[hot]))
+            per_sample = (rates[keep] * 1e6) @ R / self.capacity
+            waiting = (backlogged[keep].astype(float) @ R) > 0
+            link_util = per_sample.mean(axis=0)
+            frac = (waiting & (per_sample >= 0.95)).mean(axis=0)
+            hot = [int(lk) for lk in np.flatnonzero(frac >= 0.5)]
+        util = float(np.mean(link_util[hot])) if hot else None
         opt = None
         if self.manager is not None and self.manager.history:
             opt = 1000.0 * float(np.mean([a.optimizer_s for a in self.manager.history]))
@@ -382,6 +382,7 @@ class FluidSim:
             sample_times=times,
             flow_rates_mbps=rates,
             bottleneck_links=hot,
+            link_util=link_util,
             allocations=len(self.manager.history) if self.manager else 0,
         )
 
