@@ -18,7 +18,6 @@ app = typer.Typer(no_args_is_help=True, add_completion=False,
 console = Console()
 if not console.is_terminal:  # logs and CI: wide enough for the tables
     console = Console(width=150)
-err_console = Console(stderr=True)
 
 
 class Backend(StrEnum):
@@ -33,7 +32,7 @@ class Bench(StrEnum):
 
 def fail(message: str) -> typer.Exit:
     """One line on stderr and exit code 2 (bad input)."""
-    err_console.print(f"error: {message}", markup=False, highlight=False)
+    typer.echo(f"error: {message}", err=True)
     return typer.Exit(2)
 
 

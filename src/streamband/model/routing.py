@@ -3,7 +3,7 @@ flow x link routing matrix R of 000 eq. (1a) (R[f, l] = 1 iff flow f crosses l).
 
 from __future__ import annotations
 
-import zlib
+import hashlib
 from collections.abc import Hashable, Sequence
 
 import numpy as np
@@ -14,8 +14,13 @@ from streamband.model.topology import Topology
 
 
 def stable_hash(key: Hashable, salt: str = "") -> int:
-    """A hash that is the same in every process (unlike ``hash`` on str)."""
-    return zlib.crc32(f"{key}|{salt}".encode())
+    """A hash that is the same in every process (unlike ``hash`` on str).
+
+    BLAKE2b, not CRC32: CRC is affine, so the CRCs of one key salted with two
+    switch names have correlated low bits and ECMP would use a fraction of its paths.
+    """
+    digest = hashlib.blake2b(f"{key}|{salt}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little")
 
 
 class Router:

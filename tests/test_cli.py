@@ -1,0 +1,74 @@
+"""The streamband command: bad input exits 2 with one line and writes nothing."""
+
+import json
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from streamband.cli import app
+from streamband.spec import builtin_spec
+
+runner = CliRunner()
+
+
+def small_spec(**change) -> dict:
+    spec = yaml.safe_load(builtin_spec("paper-001").read_text())
+    spec["sim"] = {"duration_s": 30, "warmup_s": 5}
+    spec["policies"] = ["tcp", "appaware"]
+    spec["placements"] = {"TP1": spec["placements"]["TP1"]}
+    for path, value in change.items():
+        node = spec
+        *head, last = path.split("/")
+        for key in head:
+            node = node[int(key)] if isinstance(node, list) else node[key]
+        node[last] = value
+    return spec
+
+
+def write(tmp_path, spec) -> str:
+    p = tmp_path / "spec.yaml"
+    p.write_text(yaml.safe_dump(spec))
+    return str(p)
+
+
+def test_run_writes_results_and_report(tmp_path):
+    out = tmp_path / "out"
+    res = runner.invoke(app, ["run", write(tmp_path, small_spec()), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    data = json.loads((out / "results.json").read_text())
+    assert data["spec"]["experiment"] == "paper-001"
+    keys = {"experiment", "app", "placement", "network", "bandwidth_mbps", "policy",
+            "throughput_tps", "latency_ms", "link_utilization", "optimizer_ms", "dropped_tuples"}
+    assert len(data["runs"]) == 2 and all(keys <= r.keys() for r in data["runs"])
+    html = (out / "report.html").read_text()
+    assert "<table>" in html and ".png" in html
+    assert list(out.glob("*.png"))
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"app/operators/1/kind": "teleport"}, "kind"),
+        ({"app/edges/0/grouping": "random"}, "grouping"),
+        ({"app/edges/0/src": "B", "app/edges/0/dst": "A"}, "source cannot have inputs"),
+        ({"app/edges/3/src": "D", "app/edges/3/dst": "B"}, "cycle"),
+        ({"app/edges/3/dst": "B"}, "join needs two or more inputs"),
+        ({"networks/0/bandwidth_mbps": [0]}, "bandwidth_mbps[0]"),
+        ({"networks/0/bandwidth_mbps": [-5]}, "positive capacity"),
+        ({"placements/TP1/map/A": "S9"}, "unknown host 'S9'"),
+        ({"policies": ["tcp", "fastest"]}, "unknown policy 'fastest'"),
+    ],
+)
+def test_bad_specs_exit_2_with_one_line_and_write_nothing(tmp_path, change, words):
+    out = tmp_path / "out"
+    res = runner.invoke(app, ["run", write(tmp_path, small_spec(**change)), "--out", str(out)])
+    assert res.exit_code == 2
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and words in lines[0], res.output
+    assert not out.exists()
+
+
+def test_missing_spec_file(tmp_path):
+    res = runner.invoke(app, ["run", str(tmp_path / "nope.yaml"), "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "cannot read the spec" in res.output
