@@ -57,7 +57,8 @@ def test_bounded_buffers_conserve_tuples():
     res = sim.run()
     queued = sum(q.count for q in sim.sq) + sum(q.count for q in sim.rq)
     assert res.dropped_tuples > 0
-    assert res.throughput_tps * 50 + queued + res.dropped_tuples == pytest.approx(100 * 50, rel=1e-6)
+    done = res.throughput_tps * 50
+    assert done + queued + res.dropped_tuples == pytest.approx(100 * 50, rel=1e-6)
 
 
 def test_backpressure_bounds_queues_without_drops():

@@ -84,9 +84,9 @@ def test_round_robin_matches_000_section_2a4():
                    Operator(name="Merge", kind="map", parallelism=2),
                    Operator(name="Count", kind="map", parallelism=2),
                    Operator(name="TopK", kind="sink")],
-        edges=[Edge(src="Split", dst="Skill", tuple_bytes=1), Edge(src="Split", dst="Job", tuple_bytes=1),
-               Edge(src="Skill", dst="Merge", tuple_bytes=1), Edge(src="Job", dst="Merge", tuple_bytes=1),
-               Edge(src="Merge", dst="Count", tuple_bytes=1), Edge(src="Count", dst="TopK", tuple_bytes=1)],
+        edges=[Edge(src=a, dst=b, tuple_bytes=1) for a, b in (
+            ("Split", "Skill"), ("Split", "Job"), ("Skill", "Merge"), ("Job", "Merge"),
+            ("Merge", "Count"), ("Count", "TopK"))],
     )
     pl = round_robin(app, ["M1", "M2", "M3", "M4"])
     on = {h: sorted(i for i, x in pl.items() if x == h) for h in ("M1", "M2", "M3", "M4")}
