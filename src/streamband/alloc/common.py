@@ -109,38 +109,53 @@ def backfill(
     out, or after ``max_iter`` rounds. Keeps R·x <= C.
     """
     x = x.copy()
-    on = links[e.cols]
-    if not on.any():
-        return x
-    rows_b, cols_b = e.rows[on], e.cols[on]
     floor = rtol * capacity
-    top = rtol * capacity[links].max()
+    resid = capacity - e.link_sum(x)
+    full = resid <= floor
+    # growable flows: on some bottlenecked link, on no full link. A full link stays
+    # full (rates only go up), so the set only shrinks; work on its entries only.
+    touch = np.zeros(e.n_flows, bool)
+    touch[e.rows[links[e.cols]]] = True
+    keep = touch[e.rows] & ~_any_per_flow(e.rows, full[e.cols], e.n_flows)[e.rows]
+    rows, cols = e.rows[keep], e.cols[keep]
+    top = rtol * capacity[links].max(initial=0.0)
     for _ in range(max_iter):
-        load = e.link_sum(x)
-        resid = capacity - load
-        full = resid <= floor
-        if full[links].all():
+        if rows.size == 0:
             break
         resid[full] = 0.0
-        free = flow_min(e.rows, np.where(full[e.cols], 0.0, 1.0), e.n_flows, 1.0)
-        fb = free[rows_b]
-        xb = x[rows_b] * fb
-        den = np.bincount(cols_b, weights=xb, minlength=e.n_links)[cols_b]
-        cnt = np.bincount(cols_b, weights=fb, minlength=e.n_links)[cols_b]
-        rb = resid[cols_b]
+        on = links[cols]
+        rb, cb = rows[on], cols[on]
+        xb = x[rb]
+        den = np.bincount(cb, weights=xb, minlength=e.n_links)[cb]
+        cnt = np.bincount(cb, minlength=e.n_links)[cb]
+        res_b = resid[cb]
         with np.errstate(divide="ignore", invalid="ignore"):
-            share = np.where(den > 0, rb * xb / den, np.where(cnt > 0, rb * fb / cnt, 0.0))
-        inc = flow_min(rows_b, share, e.n_flows, 0.0)
-        inc_load = e.link_sum(inc)
+            share = np.where(den > 0, res_b * xb / den, res_b / cnt)
+        inc = flow_min(rb, share, e.n_flows, 0.0)
+        inc_load = np.bincount(cols, weights=inc[rows], minlength=e.n_links)
         cut = inc_load > resid
         if cut.any():
             factor = np.ones(e.n_links)
             factor[cut] = resid[cut] / inc_load[cut]
-            inc *= flow_min(e.rows, factor[e.cols], e.n_flows, 1.0)
+            inc *= flow_min(rows, factor[cols], e.n_flows, 1.0)
+            inc_load = np.bincount(cols, weights=inc[rows], minlength=e.n_links)
         x += inc
+        resid -= inc_load
+        full = resid <= floor
         if inc.max(initial=0.0) <= top:
             break
+        blocked = _any_per_flow(rows, full[cols], e.n_flows)
+        if blocked.any():
+            keep = ~blocked[rows]
+            rows, cols = rows[keep], cols[keep]
     return x
+
+
+def _any_per_flow(rows: np.ndarray, flags: np.ndarray, n_flows: int) -> np.ndarray:
+    """(F,) True for flows with a flagged entry."""
+    out = np.zeros(n_flows, bool)
+    out[rows[flags]] = True
+    return out
 
 
 def finish(e: Entries, x: np.ndarray) -> np.ndarray:

@@ -1,0 +1,156 @@
+"""How long one allocation takes, for ``appaware`` and ``maxmin``.
+
+(a) paper-sized apps: 10-40 flows on a star of 8 hosts at 20 Mbit/s (000 §VI-D
+    reports 6 ms for its optimizer); goal <= 1 ms.
+(b) 100,000 flows between random hosts of fat_tree(48) (27,648 hosts), states that
+    bottleneck most links; goal <= 200 ms.
+
+Baselines, measured here too: ``maxmin_rates_reference`` (progressive filling one
+water level at a time, scipy.sparse) and Algorithm 1 with a Python loop over the
+bottlenecked links calling the one-link solvers (lines 17-29), then the same
+capacity cap and backfill. Run: ``.venv/bin/python bench/alloc_scale.py [--quick]``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from streamband.alloc import appaware, maxmin, solve_downlink, solve_uplink
+from streamband.alloc.base import DOWNLINK, INTERNAL, UPLINK, AllocProblem, FlowState
+from streamband.alloc.common import backfill, bottlenecked_links, enforce_capacity, entries
+from streamband.alloc.maxmin import maxmin_rates_reference
+from streamband.model.routing import Router, routing_matrix
+from streamband.model.topology import Topology, fat_tree, star
+
+
+def appaware_loop(p: AllocProblem) -> np.ndarray:
+    """Baseline: Algorithm 1 with a Python loop over links."""
+    r = p.routing.tocsc()
+    s, dt = p.state, p.dt
+    demand = p.demand_bps()
+    e = entries(p.routing)
+    bott = bottlenecked_links(e, p.capacity, demand, p.bottlenecked)
+    xu = np.full(p.n_flows, np.inf)
+    xd = np.full(p.n_flows, np.inf)
+    rho = (s.sent - s.lr1 + s.lr0) / dt
+    for lk in np.flatnonzero(bott):
+        fl = r.indices[r.indptr[lk] : r.indptr[lk + 1]]
+        if p.link_kind[lk] == UPLINK:
+            xu[fl] = np.minimum(xu[fl], solve_uplink(demand[fl], p.capacity[lk]))
+        elif p.link_kind[lk] == DOWNLINK:
+            xd[fl] = np.minimum(xd[fl], solve_downlink(s.lr1[fl], rho[fl], p.capacity[lk], dt))
+    x = np.minimum(xu, xd)
+    x = np.where(np.isfinite(x), x, demand)
+    scaled = x.copy()
+    for lk in np.flatnonzero(bott & (p.link_kind == INTERNAL)):
+        fl = r.indices[r.indptr[lk] : r.indptr[lk + 1]]
+        d_c = x[fl].sum()
+        if d_c > p.capacity[lk]:
+            scaled[fl] = np.minimum(scaled[fl], x[fl] * p.capacity[lk] / d_c)
+    x = backfill(e, p.capacity, enforce_capacity(e, p.capacity, scaled), bott)
+    x[~e.has_link] = np.inf
+    return x
+
+
+def maxmin_reference(p: AllocProblem) -> np.ndarray:
+    return maxmin_rates_reference(p.routing, p.capacity, p.demand_bps())
+
+
+def random_problem(
+    rng: np.random.Generator, topo: Topology, paths: list[list[int]], link_bps: float
+) -> AllocProblem:
+    """Random 5-metric states (000 §IV-A1); per flow about half a link's worth of
+    demand, so host links with 2+ flows are bottlenecked."""
+    n, dt = len(paths), 1.0
+    scale = link_bps / 8 * dt / 2
+
+    def metric() -> np.ndarray:
+        return rng.uniform(0, scale, n) * (rng.random(n) < 0.8)
+
+    state = FlowState(metric(), metric(), metric(), metric(), metric())
+    r = routing_matrix(paths, len(topo.links))
+    return AllocProblem(r, topo.capacities, topo.kinds, state, dt)
+
+
+def median_s(
+    f: Callable[[AllocProblem], np.ndarray], probs: list[AllocProblem], reps: int
+) -> float:
+    times = []
+    for _ in range(reps):
+        for p in probs:
+            t0 = time.perf_counter()
+            f(p)
+            times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def timed(f: Callable[[AllocProblem], np.ndarray], p: AllocProblem) -> tuple[np.ndarray, float]:
+    t0 = time.perf_counter()
+    x = f(p)
+    return x, time.perf_counter() - t0
+
+
+def subset(p: AllocProblem, n: int) -> AllocProblem:
+    """The first ``n`` flows of ``p``."""
+    st = p.state
+    state = FlowState(st.ls0[:n], st.ls1[:n], st.lr0[:n], st.lr1[:n], st.sent[:n])
+    return AllocProblem(p.routing[:n], p.capacity, p.link_kind, state, p.dt)
+
+
+def report(label: str, goal_s: float, probs: list[AllocProblem], reps: int, ref_flows: int) -> None:
+    """Median of ``appaware``/``maxmin`` over ``probs``; the baseline runs once on the
+    first problem (cut to ``ref_flows`` flows for the slow maxmin reference), and the
+    speed-up compares it with the policy on that same problem."""
+    b = probs[0]
+    nb = bottlenecked_links(entries(b.routing), b.capacity, b.demand_bps(), None)
+    print(f"\n{label}: {b.n_flows} flows, {int(nb.sum())}/{len(nb)} links bottlenecked (first)")
+    small = ref_flows >= b.n_flows
+    pols = (("appaware", appaware, appaware_loop), ("maxmin", maxmin, maxmin_reference))
+    for name, fast, slow in pols:
+        base = probs if small else [subset(b, ref_flows) if name == "maxmin" else b]
+        t = median_s(fast, probs, reps)
+        runs = [timed(slow, p) for p in base]
+        tb = float(np.median([sec for _, sec in runs]))
+        got = [x for x, _ in runs]
+        for p, want in zip(base, got, strict=True):  # same answer as the baseline
+            np.testing.assert_allclose(fast(p), want, rtol=1e-6, atol=1e-3)
+        tf = median_s(fast, base, reps)
+        ok = "ok" if t <= goal_s else "OVER GOAL"
+        on = f" (both on {base[0].n_flows} flows)" if base[0].n_flows != b.n_flows else ""
+        print(
+            f"  {name:9s} median {t * 1e3:9.3f} ms (goal {goal_s * 1e3:g} ms, {ok}); "
+            f"baseline {tb * 1e3:10.3f} ms, speed-up x{tb / tf:,.1f}{on}"
+        )
+
+
+def main() -> None:
+    quick = "--quick" in sys.argv
+    rng = np.random.default_rng(0)
+
+    topo = star(8, 20e6)
+    router = Router(topo)
+    small = []
+    for _ in range(50):
+        n = int(rng.integers(10, 41))
+        pairs = [(topo.hosts[i], topo.hosts[j]) for i, j in rng.integers(8, size=(n, 2))]
+        small.append(random_problem(rng, topo, router.paths(pairs), 20e6))
+    report("(a) star(8), 10-40 flows", 1e-3, small, reps=5 if quick else 40, ref_flows=41)
+
+    t0 = time.perf_counter()
+    big_topo = fat_tree(48)
+    hosts = big_topo.hosts
+    n = 20_000 if quick else 100_000
+    idx = rng.integers(len(hosts), size=(n, 2))
+    paths = Router(big_topo).paths([(hosts[i], hosts[j]) for i, j in idx])
+    print(f"\nfat_tree(48): {len(hosts)} hosts, {len(big_topo.links)} links, "
+          f"built and routed {n} flows in {time.perf_counter() - t0:.1f} s")
+    big = [random_problem(rng, big_topo, paths, 1e9) for _ in range(3)]
+    report(f"(b) fat_tree(48), {n} flows", 0.2, big, reps=3, ref_flows=5_000 if quick else 20_000)
+
+
+if __name__ == "__main__":
+    main()
