@@ -225,6 +225,26 @@ class Testbed:
                     return False
         return True
 
+    def link_ports(self) -> list[Any]:
+        """Where each model link is counted (link id order): a host's uplink enters
+        its switch at the host's port (rx), every other link leaves a switch (tx)."""
+        from streamband.control.linkstats import PortRef
+
+        intf: dict[tuple[str, str], str] = {}
+        for link in self.net.links:
+            for here, there in ((link.intf1, link.intf2), (link.intf2, link.intf1)):
+                intf[(here.node.name, there.node.name)] = here.name
+        refs = []
+        for lk in self.topo.links:
+            if self.topo.is_host(lk.src):
+                sw, other = self.switch_name[lk.dst], self.host_name[lk.src]
+                refs.append(PortRef(self.dpid[lk.dst], intf[(sw, other)], "rx"))
+            else:
+                sw = self.switch_name[lk.src]
+                other = self.host_name.get(lk.dst) or self.switch_name[lk.dst]
+                refs.append(PortRef(self.dpid[lk.src], intf[(sw, other)], "tx"))
+        return refs
+
     def state(self) -> dict[str, Any]:
         """What `status` shows and clean-up and other processes need."""
         return {

@@ -1,0 +1,72 @@
+"""The manager's side of the tier-1/tier-2 interface (000 §V-A3): a small client
+of the controller's HTTP API (:mod:`streamband.sdn.api`)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import httpx
+
+
+class ControllerError(RuntimeError):
+    """The controller refused a request or cannot be reached."""
+
+
+class ControllerClient:
+    """Calls on ``http://HOST:PORT/v1/...``; bearer ``token`` when given."""
+
+    def __init__(self, address: str = "127.0.0.1:8181", token: str | None = None,
+                 timeout: float = 10.0) -> None:
+        headers = {"authorization": f"Bearer {token}"} if token else {}
+        self.http = httpx.Client(base_url=f"http://{address}", headers=headers, timeout=timeout)
+
+    def _call(self, method: str, path: str, **kw: Any) -> Any:
+        try:
+            r = self.http.request(method, path, **kw)
+        except httpx.HTTPError as exc:
+            raise ControllerError(f"controller {self.http.base_url}: {exc}") from None
+        if r.status_code >= 400:
+            raise ControllerError(f"{method} {path}: {r.status_code} {r.text[:300]}")
+        return r.json()
+
+    def health(self) -> dict[str, Any]:
+        return self._call("GET", "/v1/health")
+
+    def wait_ready(self, switches: int = 1, timeout: float = 30.0) -> dict[str, Any]:
+        """Wait until the API answers and ``switches`` switches are connected."""
+        deadline = time.monotonic() + timeout
+        last: Exception | None = None
+        while time.monotonic() < deadline:
+            try:
+                h = self.health()
+                if len(h["switches"]) >= switches:
+                    return h
+            except ControllerError as exc:
+                last = exc
+            time.sleep(0.1)
+        raise ControllerError(f"controller not ready after {timeout:.0f} s: {last}")
+
+    def put_meters(self, meters: list[dict[str, Any]], lease_s: float,
+                   replace: bool = False) -> dict[str, Any]:
+        """``meters``: ``{"flow": FlowKey dict, "rate_bps": float|None, "dpid"?: int}``."""
+        return self._call("PUT", "/v1/meters",
+                          json={"meters": meters, "lease_s": lease_s, "replace": replace})
+
+    def meters(self) -> list[dict[str, Any]]:
+        return self._call("GET", "/v1/meters")
+
+    def delete_meters(self) -> int:
+        return self._call("DELETE", "/v1/meters")["removed"]
+
+    def renew(self, lease_s: float) -> int:
+        return self._call("POST", "/v1/lease", json={"lease_s": lease_s})["renewed"]
+
+    def ports(self, fresh: bool = False) -> list[dict[str, Any]]:
+        return self._call("GET", "/v1/ports", params={"fresh": fresh})
+
+    def flows(self, fresh: bool = False) -> list[dict[str, Any]]:
+        return self._call("GET", "/v1/flows", params={"fresh": fresh})
+
+    def close(self) -> None:
+        self.http.close()

@@ -1,0 +1,171 @@
+"""The live manager loop (000 Fig. 4, Algorithm 1) around :class:`Manager`: one
+step every Δt against real adapters, every allocation logged as one JSON line, and
+Prometheus metrics (flow rates, link capacities, optimizer time).
+
+``python -m streamband.control.live LOOP.json`` runs it as its own process (the
+lease test of the selftest ``kill -9``\\ s exactly this process)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+from streamband.control.manager import Allocation, Manager
+
+
+class ManagerMetrics:
+    """Prometheus metrics of one manager (own registry; served when ``port`` given)."""
+
+    def __init__(self, port: int | None = None) -> None:
+        self.registry = CollectorRegistry()
+        self.steps = Counter("streamband_manager_steps", "allocations made",
+                             registry=self.registry)
+        self.errors = Counter("streamband_manager_errors", "failed steps",
+                              registry=self.registry)
+        self.optimizer = Histogram("streamband_optimizer_seconds", "time in the policy",
+                                   registry=self.registry,
+                                   buckets=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1))
+        self.rate = Gauge("streamband_flow_rate_bps", "allocated rate", ["flow"],
+                          registry=self.registry)
+        self.capacity = Gauge("streamband_link_allocatable_bps", "allocatable capacity",
+                              ["link"], registry=self.registry)
+        if port is not None:
+            start_http_server(port, addr="127.0.0.1", registry=self.registry)
+
+    def observe(self, alloc: Allocation, capacity: np.ndarray) -> None:
+        self.steps.inc()
+        self.optimizer.observe(alloc.optimizer_s)
+        for i, r in enumerate(alloc.rates_bps):
+            self.rate.labels(str(i)).set(float(r) if np.isfinite(r) else -1.0)
+        for i, c in enumerate(capacity):
+            self.capacity.labels(str(i)).set(float(c))
+
+
+class AllocationLog:
+    """One JSON line per allocation: time, rates (null = uncapped), optimizer ms,
+    the flow state and the capacities the policy saw."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.f = open(path, "a", buffering=1)  # noqa: SIM115 - lives as long as the loop
+
+    def write(self, alloc: Allocation, capacity: np.ndarray, extra: dict[str, Any]) -> None:
+        rec = {
+            "time": alloc.time,
+            "rates_bps": [None if not np.isfinite(r) else float(r) for r in alloc.rates_bps],
+            "optimizer_ms": alloc.optimizer_s * 1e3,
+            "capacity_bps": [float(c) for c in capacity],
+            **extra,
+        }
+        self.f.write(json.dumps(rec) + "\n")
+
+    def close(self) -> None:
+        self.f.close()
+
+
+class _Recording:
+    """Wraps a LinkStats so the loop can log what the policy saw."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.last = np.zeros(0)
+
+    def allocatable(self) -> np.ndarray:
+        self.last = self.inner.allocatable()
+        return self.last
+
+
+class LiveLoop:
+    """Run ``manager.step`` every ``manager.dt`` seconds until :meth:`stop`."""
+
+    def __init__(self, manager: Manager, log: Path | None = None,
+                 metrics_port: int | None = None) -> None:
+        self.manager = manager
+        self._stats = _Recording(manager.linkstats)
+        manager.linkstats = self._stats
+        self.log = AllocationLog(log) if log else None
+        self.metrics = ManagerMetrics(metrics_port)
+        self._stop = threading.Event()
+        self.thread: threading.Thread | None = None
+        self.errors: list[str] = []
+
+    def step(self) -> Allocation | None:
+        try:
+            alloc = self.manager.step(time.time())
+        except Exception as exc:  # a failed step must not stop the loop; leases cover it
+            self.metrics.errors.inc()
+            self.errors.append(f"{type(exc).__name__}: {exc}")
+            return None
+        state = self.manager.profiler.last if hasattr(self.manager.profiler, "last") else None
+        self.metrics.observe(alloc, self._stats.last)
+        if self.log:
+            self.log.write(alloc, self._stats.last, {"state": state} if state else {})
+        return alloc
+
+    def run(self) -> None:
+        nxt = time.monotonic()
+        while not self._stop.is_set():
+            self.step()
+            nxt += self.manager.dt
+            self._stop.wait(max(0.0, nxt - time.monotonic()))
+
+    def start(self) -> LiveLoop:
+        self.thread = threading.Thread(target=self.run, name="manager", daemon=True)
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self.thread:
+            self.thread.join(10)
+        if self.log:
+            self.log.close()
+
+
+class _Fixed:
+    """A policy that returns fixed rates (the lease test's manager)."""
+
+    def __init__(self, rates: list[float]) -> None:
+        self.rates = np.asarray(rates, float)
+
+    def __call__(self, problem: Any) -> np.ndarray:
+        return self.rates.copy()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run a manager with fixed rates from ``LOOP.json``: ``{"api", "dt", "flows":
+    [FlowKey dicts], "rates_bps": [...], "log"?}`` until killed."""
+    import scipy.sparse as sp
+
+    from streamband.alloc.base import FlowState
+    from streamband.control.api_client import ControllerClient
+    from streamband.control.enforcer import MeterEnforcer
+
+    cfg = json.loads(Path((argv or sys.argv[1:])[0]).read_text())
+    n = len(cfg["flows"])
+    client = ControllerClient(cfg["api"])
+
+    class _Idle:
+        def flow_state(self) -> FlowState:
+            return FlowState.zeros(n)
+
+        def allocatable(self) -> np.ndarray:
+            return np.ones(1)
+
+    idle = _Idle()
+    mgr = Manager(routing=sp.csr_matrix((n, 1)), link_kind=np.zeros(1), policy=_Fixed(
+        cfg["rates_bps"]), profiler=idle, linkstats=idle,
+        enforcer=MeterEnforcer(client, cfg["flows"], cfg["dt"]), dt=cfg["dt"])
+    loop = LiveLoop(mgr, Path(cfg["log"]) if cfg.get("log") else None)
+    loop.run()
+
+
+if __name__ == "__main__":
+    main()
