@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from streamband.experiment import Case, RunRecord, plan, run_case
-from streamband.report.experiment import add_runs, rich_table
+from streamband.report.experiment import add_runs, add_sweeps, rich_table
 from streamband.report.html import Report, write_json
 from streamband.spec import ExperimentSpec
 
@@ -87,6 +87,9 @@ def write_outputs(out: Path, title: str, results: Done, console: Console,
             report.para(spec.app.notes)
         add_runs(report, name, rows, rate_series(records, cases),
                  f"{spec.experiment}-{spec.app.name}")
+        swept = [rec for rec in records if rec.sweep is not None and rec.sweep.points]
+        if swept:
+            add_sweeps(report, swept, f"{spec.experiment}-{spec.app.name}")
     payload = {"spec": specs[0] if len(specs) == 1 else specs, "runs": payload_runs}
     if extra:
         payload.update(extra)
