@@ -119,35 +119,45 @@ def backfill(
     keep = touch[e.rows] & ~_any_per_flow(e.rows, full[e.cols], e.n_flows)[e.rows]
     rows, cols = e.rows[keep], e.cols[keep]
     top = rtol * capacity[links].max(initial=0.0)
+    if rows.size == 0:
+        return x
+    # work in the compact index space of the flows and links still in play, so every
+    # round costs O(their entries), not O(F + L)
+    flows_u, rows = np.unique(rows, return_inverse=True)
+    links_u, cols = np.unique(cols, return_inverse=True)
+    n_f, n_l = len(flows_u), len(links_u)
+    xc, res, bl = x[flows_u], resid[links_u], links[links_u]
+    fl = full[links_u]
     for _ in range(max_iter):
         if rows.size == 0:
             break
-        resid[full] = 0.0
-        on = links[cols]
+        res[fl] = 0.0
+        on = bl[cols]
         rb, cb = rows[on], cols[on]
-        xb = x[rb]
-        den = np.bincount(cb, weights=xb, minlength=e.n_links)[cb]
-        cnt = np.bincount(cb, minlength=e.n_links)[cb]
-        res_b = resid[cb]
+        xb = xc[rb]
+        den = np.bincount(cb, weights=xb, minlength=n_l)[cb]
+        cnt = np.bincount(cb, minlength=n_l)[cb]
+        res_b = res[cb]
         with np.errstate(divide="ignore", invalid="ignore"):
             share = np.where(den > 0, res_b * xb / den, res_b / cnt)
-        inc = flow_min(rb, share, e.n_flows, 0.0)
-        inc_load = np.bincount(cols, weights=inc[rows], minlength=e.n_links)
-        cut = inc_load > resid
+        inc = flow_min(rb, share, n_f, 0.0)
+        inc_load = np.bincount(cols, weights=inc[rows], minlength=n_l)
+        cut = inc_load > res
         if cut.any():
-            factor = np.ones(e.n_links)
-            factor[cut] = resid[cut] / inc_load[cut]
-            inc *= flow_min(rows, factor[cols], e.n_flows, 1.0)
-            inc_load = np.bincount(cols, weights=inc[rows], minlength=e.n_links)
-        x += inc
-        resid -= inc_load
-        full = resid <= floor
+            factor = np.ones(n_l)
+            factor[cut] = res[cut] / inc_load[cut]
+            inc *= flow_min(rows, factor[cols], n_f, 1.0)
+            inc_load = np.bincount(cols, weights=inc[rows], minlength=n_l)
+        xc += inc
+        res -= inc_load
+        fl = res <= floor[links_u]
         if inc.max(initial=0.0) <= top:
             break
-        blocked = _any_per_flow(rows, full[cols], e.n_flows)
+        blocked = _any_per_flow(rows, fl[cols], n_f)
         if blocked.any():
             keep = ~blocked[rows]
             rows, cols = rows[keep], cols[keep]
+    x[flows_u] = xc
     return x
 
 
