@@ -19,41 +19,15 @@ from collections.abc import Callable
 
 import numpy as np
 
-from streamband.alloc import appaware, maxmin, solve_downlink, solve_uplink
-from streamband.alloc.base import DOWNLINK, INTERNAL, UPLINK, AllocProblem, FlowState
-from streamband.alloc.common import backfill, bottlenecked_links, enforce_capacity, entries
+from streamband.alloc import appaware, maxmin
+from streamband.alloc.appaware import appaware_reference
+from streamband.alloc.base import AllocProblem, FlowState
+from streamband.alloc.common import bottlenecked_links, entries
 from streamband.alloc.maxmin import maxmin_rates_reference
 from streamband.model.routing import Router, routing_matrix
 from streamband.model.topology import Topology, fat_tree, star
 
-
-def appaware_loop(p: AllocProblem) -> np.ndarray:
-    """Baseline: Algorithm 1 with a Python loop over links."""
-    r = p.routing.tocsc()
-    s, dt = p.state, p.dt
-    demand = p.demand_bps()
-    e = entries(p.routing)
-    bott = bottlenecked_links(e, p.capacity, demand, p.bottlenecked)
-    xu = np.full(p.n_flows, np.inf)
-    xd = np.full(p.n_flows, np.inf)
-    rho = (s.sent - s.lr1 + s.lr0) / dt
-    for lk in np.flatnonzero(bott):
-        fl = r.indices[r.indptr[lk] : r.indptr[lk + 1]]
-        if p.link_kind[lk] == UPLINK:
-            xu[fl] = np.minimum(xu[fl], solve_uplink(demand[fl], p.capacity[lk]))
-        elif p.link_kind[lk] == DOWNLINK:
-            xd[fl] = np.minimum(xd[fl], solve_downlink(s.lr1[fl], rho[fl], p.capacity[lk], dt))
-    x = np.minimum(xu, xd)
-    x = np.where(np.isfinite(x), x, demand)
-    scaled = x.copy()
-    for lk in np.flatnonzero(bott & (p.link_kind == INTERNAL)):
-        fl = r.indices[r.indptr[lk] : r.indptr[lk + 1]]
-        d_c = x[fl].sum()
-        if d_c > p.capacity[lk]:
-            scaled[fl] = np.minimum(scaled[fl], x[fl] * p.capacity[lk] / d_c)
-    x = backfill(e, p.capacity, enforce_capacity(e, p.capacity, scaled), bott)
-    x[~e.has_link] = np.inf
-    return x
+appaware_loop = appaware_reference
 
 
 def maxmin_reference(p: AllocProblem) -> np.ndarray:

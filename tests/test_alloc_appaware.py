@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 from scipy.optimize import linprog
 
 from streamband.alloc import POLICIES, appaware, solve_downlink, solve_uplink
-from streamband.alloc.appaware import RHO_EPS
-from streamband.alloc.base import DOWNLINK, INTERNAL, UPLINK, AllocProblem, FlowState
-from streamband.alloc.common import backfill, bottlenecked_links, enforce_capacity, entries
+from streamband.alloc.appaware import RHO_EPS, appaware_reference
+from streamband.alloc.base import AllocProblem, FlowState
+from streamband.alloc.common import bottlenecked_links, entries
 from streamband.model.routing import Router, routing_matrix
 from streamband.model.topology import Topology, star
 from test_alloc_cases import MBIT, assert_feasible, problems
@@ -170,35 +170,7 @@ def test_backfill_gives_leftover_to_unblocked_flows() -> None:
     assert x[0] == pytest.approx(20 * MBIT)  # backfilled from 10 to the whole uplink
 
 
-def reference_lines_17_to_29(p: AllocProblem) -> np.ndarray:
-    """Algorithm 1 with a Python loop over links (the obvious reading), then the same
-    capacity cap and backfill."""
-    r = p.routing.tocsc()
-    s, dt = p.state, p.dt
-    demand = p.demand_bps()
-    e = entries(p.routing)
-    bott = bottlenecked_links(e, p.capacity, demand, p.bottlenecked)
-    xu = np.full(p.n_flows, np.inf)
-    xd = np.full(p.n_flows, np.inf)
-    rho = (s.sent - s.lr1 + s.lr0) / dt
-    for lk in np.flatnonzero(bott):
-        fl = r.indices[r.indptr[lk] : r.indptr[lk + 1]]
-        if p.link_kind[lk] == UPLINK:
-            xu[fl] = np.minimum(xu[fl], solve_uplink(demand[fl], p.capacity[lk]))
-        elif p.link_kind[lk] == DOWNLINK:
-            xd[fl] = np.minimum(xd[fl], solve_downlink(s.lr1[fl], rho[fl], p.capacity[lk], dt))
-    x = np.minimum(xu, xd)
-    x = np.where(np.isfinite(x), x, demand)
-    scaled = x.copy()
-    for lk in np.flatnonzero(bott & (p.link_kind == INTERNAL)):
-        fl = r.indices[r.indptr[lk] : r.indptr[lk + 1]]
-        d_c = x[fl].sum()
-        if d_c > p.capacity[lk]:
-            scaled[fl] = np.minimum(scaled[fl], x[fl] * p.capacity[lk] / d_c)
-    x = enforce_capacity(e, p.capacity, scaled)
-    x = backfill(e, p.capacity, x, bott)
-    x[~e.has_link] = np.inf
-    return x
+reference_lines_17_to_29 = appaware_reference
 
 
 @settings(max_examples=60, deadline=None)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
@@ -11,7 +13,7 @@ from rich.table import Table
 
 from streamband.papers import PAPER000_HEADER, PAPER001_HEADER, Check, paper000, paper001
 from streamband.runner import execute, write_outputs
-from streamband.spec import SpecError, builtin_spec, load_spec
+from streamband.spec import ExperimentSpec, SpecError, builtin_spec, load_spec
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="Application-aware bandwidth management for stream analytics.")
@@ -80,52 +82,58 @@ def bench(
     if backend is Backend.testbed:
         raise fail("--backend testbed: not available yet; expected 'sim'")
     try:
-        if name is Bench.paper_001:
-            _bench_001(out)
-        else:
-            _bench_000(out)
+        _bench_sim(SIM_BENCHES[name], out)
     except SpecError as err:
         raise fail(str(err)) from None
 
 
-def _bench_001(out: Path) -> None:
-    spec = load_spec(builtin_spec("paper-001"))
-    results = execute([spec], console)
-    rows = [rec.row for rec in results[0][1]]
-    table, checks = paper001(rows, spec.paper)
-    report = write_outputs(
-        out, "paper 001: placement and bandwidth allocation (fork-join), simulator", results,
-        console, extra={"paper_comparison": {"header": PAPER001_HEADER, "rows": table},
-                        "checks": [c.__dict__ for c in checks]},
-        intro=["Fork-join of 001 on two workers with 20 Mbit/s links, fluid simulator. "
-               "Goodput is D's joins per second x (6 KB + 3 KB), 001's unit."],
-    )
-    report.heading("Against the paper")
-    report.table(PAPER001_HEADER, _float_rows(table))
-    report.table(["check", "measured", "ok"], [[c.what, c.measured, c.ok] for c in checks])
-    _show(PAPER001_HEADER, table, checks)
-    path = report.write()
-    console.print(f"results: {out / 'results.json'}\nreport:  {path}")
+@dataclass(frozen=True)
+class SimBench:
+    """A paper's evaluation on the simulator: its specs and how it is compared."""
+
+    specs: tuple[str, ...]
+    title: str
+    intro: str
+    header: list[str]
+    compare: Callable[[list[dict], list[ExperimentSpec]], tuple[list[list], list[Check]]]
 
 
-def _bench_000(out: Path) -> None:
-    specs = [load_spec(builtin_spec("paper-000-tt")), load_spec(builtin_spec("paper-000-ti"))]
+SIM_BENCHES = {
+    Bench.paper_001: SimBench(
+        ("paper-001",),
+        "paper 001: placement and bandwidth allocation (fork-join), simulator",
+        "Fork-join of 001 on two workers with 20 Mbit/s links, fluid simulator. "
+        "Goodput is D's joins per second x (6 KB + 3 KB), 001's unit.",
+        PAPER001_HEADER,
+        lambda rows, specs: paper001(rows, specs[0].paper),
+    ),
+    Bench.paper_000: SimBench(
+        ("paper-000-tt", "paper-000-ti"),
+        "paper 000: app-aware bandwidth allocation (TT, TI), simulator",
+        "Trending Topics (TT) and Trucking IoT (TI) of 000 §VI on 8 workers: 'edge' is a "
+        "star whose host links are the bottleneck; 'multihop' is the two-tier network of "
+        "000 Fig. 2 with 1 Gbit/s host links and the internal links throttled.",
+        PAPER000_HEADER,
+        lambda rows, specs: paper000(rows, {specs[0].app.name: "TT", specs[1].app.name: "TI"}),
+    ),
+}
+
+
+def _bench_sim(bench: SimBench, out: Path) -> None:
+    specs = [load_spec(builtin_spec(name)) for name in bench.specs]
     results = execute(specs, console)
     rows = [rec.row for _, recs, _ in results for rec in recs]
-    short = {specs[0].app.name: "TT", specs[1].app.name: "TI"}
-    table, checks = paper000(rows, short)
+    table, checks = bench.compare(rows, specs)
     report = write_outputs(
-        out, "paper 000: app-aware bandwidth allocation (TT, TI), simulator", results, console,
-        extra={"paper_comparison": {"header": PAPER000_HEADER, "rows": table},
+        out, bench.title, results, console,
+        extra={"paper_comparison": {"header": bench.header, "rows": table},
                "checks": [c.__dict__ for c in checks]},
-        intro=["Trending Topics (TT) and Trucking IoT (TI) of 000 §VI on 8 workers: 'edge' is "
-               "a star whose host links are the bottleneck; 'multihop' is the two-tier network "
-               "of 000 Fig. 2 with 1 Gbit/s host links and the internal links throttled."],
+        intro=[bench.intro],
     )
     report.heading("Against the paper")
-    report.table(PAPER000_HEADER, _float_rows(table))
+    report.table(bench.header, _float_rows(table))
     report.table(["check", "measured", "ok"], [[c.what, c.measured, c.ok] for c in checks])
-    _show(PAPER000_HEADER, table, checks)
+    _show(bench.header, table, checks)
     path = report.write()
     console.print(f"results: {out / 'results.json'}\nreport:  {path}")
 

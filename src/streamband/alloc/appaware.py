@@ -154,3 +154,33 @@ def appaware(p: AllocProblem) -> np.ndarray:
     # 000 §VI-C: leftover capacity of bottlenecked links, in proportion to x
     x = backfill(e, cap, x, bott)
     return finish(e, x)
+
+
+def appaware_reference(p: AllocProblem) -> np.ndarray:
+    """Algorithm 1 read literally: a Python loop over the bottlenecked links calling
+    the one-link solvers (lines 17-29), then the same capacity cap and backfill.
+    A test oracle and the benchmark's baseline for :func:`appaware`."""
+    r = p.routing.tocsc()
+    s, dt = p.state, p.dt
+    demand = p.demand_bps()
+    e = entries(p.routing)
+    bott = bottlenecked_links(e, p.capacity, demand, p.bottlenecked)
+    xu = np.full(p.n_flows, np.inf)
+    xd = np.full(p.n_flows, np.inf)
+    rho = (s.sent - s.lr1 + s.lr0) / dt
+    for lk in np.flatnonzero(bott):
+        fl = r.indices[r.indptr[lk] : r.indptr[lk + 1]]
+        if p.link_kind[lk] == UPLINK:
+            xu[fl] = np.minimum(xu[fl], solve_uplink(demand[fl], p.capacity[lk]))
+        elif p.link_kind[lk] == DOWNLINK:
+            xd[fl] = np.minimum(xd[fl], solve_downlink(s.lr1[fl], rho[fl], p.capacity[lk], dt))
+    x = np.minimum(xu, xd)
+    x = np.where(np.isfinite(x), x, demand)
+    scaled = x.copy()
+    for lk in np.flatnonzero(bott & (p.link_kind == INTERNAL)):
+        fl = r.indices[r.indptr[lk] : r.indptr[lk + 1]]
+        d_c = x[fl].sum()
+        if d_c > p.capacity[lk]:
+            scaled[fl] = np.minimum(scaled[fl], x[fl] * p.capacity[lk] / d_c)
+    x = backfill(e, p.capacity, enforce_capacity(e, p.capacity, scaled), bott)
+    return finish(e, x)
