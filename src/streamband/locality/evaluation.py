@@ -1,0 +1,232 @@
+"""The experiments of 003 §4: synthetic (Fig. 7-9) and a time-varying dataset (Fig. 11-12).
+
+Locality is the share of A -> B tuples routed to an instance on the same server;
+imbalance is max instance load / mean instance load of an operator (003 §3.1), the
+larger of A's and B's. Throughput comes from ``throughput.chain_throughput`` (the
+analytic max-min steady state unless another network model is passed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from streamband.locality.keygraph import KeyGraph, build_keygraph
+from streamband.locality.partition import DEFAULT_ALPHA, partition_keygraph
+from streamband.locality.routing_table import hash_route
+from streamband.locality.spacesaving import DEFAULT_MEMORY_BYTES, PairSpaceSaving, SpaceSaving
+from streamband.locality.throughput import (
+    NetworkModel,
+    ThroughputResult,
+    chain_throughput,
+    maxmin_network,
+)
+from streamband.locality.workloads import Flights, Synthetic, synthetic
+
+POLICIES_SYN = ("hash", "locality_aware", "worst_case")
+POLICIES_FLIGHTS = ("hash", "offline", "online")
+
+
+def hash_array(n_codes: int, op: str, n: int, names: np.ndarray | None = None) -> np.ndarray:
+    """Hash-fallback instance of every key code (the default fields grouping)."""
+    keys = names if names is not None else np.arange(n_codes)
+    return np.fromiter((hash_route(k, op, n) for k in keys.tolist()), np.int64, n_codes)
+
+
+def share_matrix(src: np.ndarray, dst: np.ndarray, n: int) -> np.ndarray:
+    m = np.bincount(src * n + dst, minlength=n * n).reshape(n, n).astype(float)
+    return m / max(m.sum(), 1.0)
+
+
+def imbalance(dest: np.ndarray, n: int) -> float:
+    if dest.size == 0:
+        return 1.0
+    c = np.bincount(dest, minlength=n)
+    return float(c.max() / c.mean())
+
+
+# -- synthetic (003 §4.2) -------------------------------------------------------
+@dataclass
+class SynPoint:
+    n: int
+    locality_param: float
+    padding: int
+    bw_bps: float
+    locality: dict[str, float]
+    throughput_tps: dict[str, float]
+    network_limited: dict[str, bool]
+
+
+def synthetic_routes(w: Synthetic, policy: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(source instance, A instance, B instance) of every tuple under ``policy``."""
+    n = w.n
+    src = w.a % n  # the source is partitioned by the first field's group
+    if policy == "hash":
+        k = n * w.keys_per_group
+        return src, hash_array(k, "A", n)[w.a], hash_array(k, "B", n)[w.b]
+    if policy == "locality_aware":  # 003 §4.2: (i, j, p) goes to A_i then B_j
+        return src, w.a % n, w.b % n
+    if policy == "worst_case":  # tuples (i, i, p) always cross the network
+        return src, w.a % n, (w.b + 1) % n
+    raise ValueError(f"policy: expected one of {POLICIES_SYN}, got {policy!r}")
+
+
+def synthetic_point(n: int, locality: float, padding: int, bw_bps: float,
+                    tuples: int = 100_000, seed: int = 0,
+                    network: NetworkModel = maxmin_network) -> SynPoint:
+    w = synthetic(n, locality, tuples, seed=seed)
+    loc, thr, lim = {}, {}, {}
+    for p in POLICIES_SYN:
+        s, a, b = synthetic_routes(w, p)
+        r: ThroughputResult = chain_throughput(
+            share_matrix(s, a, n), share_matrix(a, b, n), padding, bw_bps, network=network
+        )
+        loc[p] = float(np.mean(a == b))
+        thr[p] = r.throughput_tps
+        lim[p] = r.network_limited
+    return SynPoint(n, locality, padding, bw_bps, loc, thr, lim)
+
+
+# -- flights (003 §4.3) ---------------------------------------------------------
+@dataclass
+class FlightsRun:
+    n: int
+    period_h: float
+    weeks: list[int]
+    locality: dict[str, list[float]]
+    imbalance: dict[str, list[float]]
+    imbalance_after_reconfig: list[float]  # online, first day after every reconfiguration
+    planned_imbalance: list[float]  # on the statistics the partition was computed from
+    throughput_tps: dict[str, float]
+    reconfigurations: int
+    extra: dict = field(default_factory=dict)
+
+
+class FlightsRouter:
+    """Routing tables over key codes: a table entry or the hash fallback."""
+
+    def __init__(self, f: Flights, n: int) -> None:
+        self.n = n
+        self.hash_a = hash_array(f.tail_names.size, "A", n, f.tail_names)
+        self.hash_b = hash_array(f.dest_names.size, "B", n, f.dest_names)
+        self.a = self.hash_a.copy()
+        self.b = self.hash_b.copy()
+
+    def set_tables(self, graph: KeyGraph, parts: np.ndarray) -> None:
+        """Part p = server p = instance p of A and of B (instance i on server i)."""
+        self.a = self.hash_a.copy()
+        self.b = self.hash_b.copy()
+        for oi, arr in ((0, self.a), (1, self.b)):
+            v = np.flatnonzero(graph.op_of == oi)
+            arr[graph.keys[v].astype(np.int64)] = parts[v]
+
+
+def collect_graph(tail: np.ndarray, dest: np.ndarray, inst_a: np.ndarray, inst_b: np.ndarray,
+                  n: int, memory_bytes: int, top_edges: int | None = None) -> KeyGraph:
+    """Statistics as the instances collect them (003 §3.2, Fig. 4): every A instance
+    counts its keys and its (tailnum, dest) pairs, every B instance its keys, each in a
+    SpaceSaving summary of ``memory_bytes``; the manager merges them."""
+    ka, ca, kb, cb, pa, pb, pc = [], [], [], [], [], [], []
+    for i in range(n):
+        mine_a = inst_a == i
+        s = SpaceSaving(memory_bytes=memory_bytes)
+        s.update(tail[mine_a])
+        t = s.top()
+        ka.append(t.items)
+        ca.append(t.counts)
+        ps = PairSpaceSaving(memory_bytes=memory_bytes)
+        ps.update(tail[mine_a], dest[mine_a])
+        x, y, c = ps.top(top_edges)
+        pa.append(x)
+        pb.append(y)
+        pc.append(c)
+        sb = SpaceSaving(memory_bytes=memory_bytes)
+        sb.update(dest[inst_b == i])
+        tb = sb.top()
+        kb.append(tb.items)
+        cb.append(tb.counts)
+    cat = np.concatenate
+    g = build_keygraph({"A": (cat(ka), cat(ca)), "B": (cat(kb), cat(cb))},
+                       {("A", "B"): (cat(pa), cat(pb), cat(pc))})
+    return g.top_edges(top_edges) if top_edges is not None else g
+
+
+def run_flights(f: Flights, n: int = 6, period_h: float = 168.0, alpha: float = DEFAULT_ALPHA,
+                memory_bytes: int = DEFAULT_MEMORY_BYTES, padding: int = 4096,
+                bw_bps: float = 1e9, seed: int = 0,
+                progress: Callable[[int, int], None] | None = None) -> FlightsRun:
+    """Online (re-partition every period) vs offline (once, after the first period)
+    vs hash, replaying ``f`` in time order (003 §4.3, Fig. 11)."""
+    period = np.floor(f.hours / period_h).astype(np.int64)
+    n_periods = int(period.max()) + 1
+    bounds = np.searchsorted(period, np.arange(n_periods + 1))
+    routers = {p: FlightsRouter(f, n) for p in POLICIES_FLIGHTS}
+    loc = {p: [] for p in POLICIES_FLIGHTS}
+    imb = {p: [] for p in POLICIES_FLIGHTS}
+    after, planned = [], []
+    share_ab = {p: np.zeros((n, n)) for p in POLICIES_FLIGHTS}
+    load_a = {p: np.zeros(n) for p in POLICIES_FLIGHTS}
+    reconfs = 0
+    weeks = []
+    for w in range(n_periods):
+        lo, hi = bounds[w], bounds[w + 1]
+        if hi == lo:
+            continue
+        tail, dest, hours = f.tail[lo:hi], f.dest[lo:hi], f.hours[lo:hi]
+        routed = {p: (r.a[tail], r.b[dest]) for p, r in routers.items()}
+        if w >= 1:
+            weeks.append(w)
+            for p, (ia, ib) in routed.items():
+                loc[p].append(float(np.mean(ia == ib)))
+                imb[p].append(max(imbalance(ia, n), imbalance(ib, n)))
+                share_ab[p] += np.bincount(ia * n + ib, minlength=n * n).reshape(n, n)
+                load_a[p] += np.bincount(ia, minlength=n)
+            if w >= 2 or n_periods == 2:
+                ia, ib = routed["online"]
+                first_day = hours < hours[0] + 24.0
+                after.append(max(imbalance(ia[first_day], n), imbalance(ib[first_day], n)))
+        # end of the period: the online manager re-partitions on the statistics of the
+        # period (reset after every reconfiguration, 003 §3.2); offline only after the first
+        ia, ib = routed["online"]
+        g = collect_graph(tail, dest, ia, ib, n, memory_bytes)
+        part = partition_keygraph(g, n, alpha, seed)
+        planned.append(max(part.imbalance().values()))
+        routers["online"].set_tables(g, part.parts)
+        reconfs += 1
+        if w == 0:
+            routers["offline"].set_tables(g, part.parts)
+        if progress:
+            progress(w + 1, n_periods)
+    thr = {}
+    for p in POLICIES_FLIGHTS:
+        m = share_ab[p] / max(share_ab[p].sum(), 1.0)
+        sa = np.outer(np.full(n, 1.0 / n), load_a[p] / max(load_a[p].sum(), 1.0))
+        thr[p] = chain_throughput(sa, m, padding, bw_bps).throughput_tps
+    return FlightsRun(n, period_h, weeks, loc, imb, after, planned, thr, reconfs)
+
+
+def locality_vs_edges(f: Flights, ns: tuple[int, ...] = (2, 4, 6),
+                      edges: tuple[int, ...] = (1, 10, 100, 1000, 10_000, 100_000),
+                      alpha: float = DEFAULT_ALPHA, seed: int = 0) -> dict:
+    """003 Fig. 12: locality when only the top-k key pairs feed the partitioner.
+
+    The graph is the whole year's; locality is measured on the whole year."""
+    out: dict = {"edges": list(edges), "total_edges": 0, "locality": {}}
+    for n in ns:
+        r = FlightsRouter(f, n)
+        g = collect_graph(f.tail, f.dest, r.a[f.tail], r.b[f.dest], n, 1 << 30)
+        out["total_edges"] = g.n_edges
+        row = []
+        for k in edges:
+            part = partition_keygraph(g.top_edges(k), n, alpha, seed)
+            r.set_tables(g, part.parts)
+            row.append(float(np.mean(r.a[f.tail] == r.b[f.dest])))
+        out["locality"][str(n)] = row
+    return out
+
+
+def throughput_point(n: int, locality: float, padding: int, bw_bps: float,
+                     network: NetworkModel = maxmin_network) -> dict[str, float]:
+    return synthetic_point(n, locality, padding, bw_bps, network=network).throughput_tps
