@@ -1,0 +1,121 @@
+"""Real testbed runs: up/down/clean through the CLI, multi-path forwarding, meters,
+statistics, leases and the harness."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+from typer.testing import CliRunner
+
+from streamband.control.api_client import ControllerClient
+from streamband.testbed import ovs
+from streamband.testbed.clean import leftovers, marked_processes
+from streamband.testbed.cli import app
+from streamband.testbed.harness.dag import fork_join
+from streamband.testbed.harness.run import run_dag
+from streamband.testbed.network import Testbed
+from streamband.testbed.registry import read_state
+from streamband.testbed.spec import load_spec
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the testbed needs root")
+SMALL = "star:workers=2,master=false,bw_mbps=20,api=127.0.0.1:8191,openflow=127.0.0.1:6663"
+
+
+def test_up_status_down_via_cli(cleanup):
+    r = CliRunner().invoke(app, ["up", SMALL])
+    assert r.exit_code == 0, r.output
+    st = read_state()
+    assert st and st["ready"] and set(st["hosts"]) == {"w1", "w2"}
+    assert "sbs1" in ovs.project_bridges()
+    r = CliRunner().invoke(app, ["status"])
+    assert r.output.startswith("up")
+    r = CliRunner().invoke(app, ["up", SMALL])
+    assert r.exit_code == 2 and "already up" in r.output
+    r = CliRunner().invoke(app, ["down"])
+    assert r.exit_code == 0
+    assert leftovers() == []
+
+
+def test_clean_after_kill_9(cleanup):
+    r = CliRunner().invoke(app, ["up", SMALL])
+    assert r.exit_code == 0, r.output
+    st = read_state()
+    assert st is not None
+    for pid in (st["pid"], st["controller_pid"]):
+        os.kill(pid, signal.SIGKILL)
+    time.sleep(0.5)
+    assert leftovers()  # bridges, veths, host shells survive the crash
+    r = CliRunner().invoke(app, ["clean"])
+    assert r.exit_code == 0, r.output
+    assert leftovers() == [] and marked_processes() == []
+
+
+def test_bad_spec_starts_nothing(cleanup):
+    r = CliRunner().invoke(app, ["up", "star:bw_mbps=0"])
+    assert r.exit_code == 2 and r.output.count("\n") == 1
+    assert leftovers() == []
+
+
+def test_fat_tree_paths_forward(cleanup):
+    spec = load_spec("fat_tree:k=4,bw_mbps=100,api=127.0.0.1:8191,openflow=127.0.0.1:6663")
+    with Testbed(spec) as tb:
+        ControllerClient(spec.api).wait_ready(len(tb.topo.switches))
+        a, b, c = tb.topo.hosts[0], tb.topo.hosts[-1], tb.topo.hosts[5]
+        for src, dst in ((a, b), (b, c), (c, a)):
+            out = tb.node(src).cmd(f"ping -c 2 -W 2 {tb.ip(dst)}")
+            assert " 0% packet loss" in out, out
+
+
+def test_meters_stats_and_lease(cleanup):
+    spec = load_spec(SMALL)
+    with Testbed(spec) as tb:
+        client = ControllerClient(spec.api)
+        client.wait_ready(1)
+        tb.popen("w2", ["iperf3", "-s", "-p", "5201"], stdout=subprocess.DEVNULL)
+        time.sleep(0.5)
+        flow = {"src_ip": tb.ip("w1"), "dst_ip": tb.ip("w2"), "dst_port": 5201}
+        r = client.put_meters([{"flow": flow, "rate_bps": 5e6}], lease_s=20.0)
+        assert r["installed"] == 1
+        res = json.loads(tb.node("w1").cmd(f"iperf3 -c {tb.ip('w2')} -p 5201 -t 3 -J"))
+        goodput = res["end"]["sum_received"]["bits_per_second"]
+        assert 0.8 * 5e6 < goodput < 1.15 * 5e6
+        ports = {p["name"]: p for p in client.ports(fresh=True)}
+        assert ports[tb.switch_port("w2")]["tx_bytes"] > res["end"]["sum_received"]["bytes"]
+        (m,) = client.flows(fresh=True)
+        assert m["bytes"] > 0.9 * res["end"]["sum_received"]["bytes"]
+        assert client.renew(1.0) == 1  # the manager's last renewal, then silence
+        t0 = time.monotonic()
+        while client.meters():
+            assert time.monotonic() - t0 < 3.0, "lease did not expire"
+            time.sleep(0.05)
+        res = json.loads(tb.node("w1").cmd(f"iperf3 -c {tb.ip('w2')} -p 5201 -t 2 -J"))
+        assert res["end"]["sum_received"]["bits_per_second"] > 12e6  # fail-open: plain TCP
+
+
+def test_api_rejects_bad_requests(cleanup):
+    spec = load_spec(SMALL)
+    with Testbed(spec):
+        client = ControllerClient(spec.api)
+        client.wait_ready(1)
+        r = client.http.put("/v1/meters", json={"meters": [{"flow": {"src_ip": "x"}}]})
+        assert r.status_code == 422
+        r = client.http.put("/v1/meters", json={"meters": [], "lease_s": -1})
+        assert r.status_code == 422
+        assert "/v1/meters" in client.http.get("/openapi.json").json()["paths"]
+
+
+def test_fork_join_harness_reports(cleanup, tmp_path):
+    spec = load_spec(SMALL)
+    with Testbed(spec) as tb:
+        dag = fork_join("TP2", ("w1", "w2"), 300)
+        dag.seconds, dag.warmup_s = 5, 2
+        res = run_dag(tb, dag, tmp_path / "run")
+        assert res["throughput_tps"] > 50
+        assert set(res["edges"]) == {"0", "1", "2", "3"}
+        assert res["edges"]["0"]["sent"] > 0 and "lr" in res["edges"]["0"]
+        assert (tmp_path / "run" / "stats-w2.json").exists()
