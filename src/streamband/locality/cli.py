@@ -29,6 +29,11 @@ from streamband.report.html import write_json
 app = typer.Typer(help="Locality-aware key routing (paper 003).", no_args_is_help=True)
 console = Console()
 
+
+@app.callback()
+def _group() -> None:
+    """Locality-aware key routing (paper 003)."""
+
 MODEL = ("analytic steady state: max-min shares (streamband.alloc.maxmin) of a star's "
          "up/downlinks + per-instance CPU model (streamband.locality.throughput)")
 
