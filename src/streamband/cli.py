@@ -11,12 +11,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from streamband.locality.cli import app as locality_app
 from streamband.papers import PAPER000_HEADER, PAPER001_HEADER, Check, paper000, paper001
 from streamband.runner import execute, write_outputs
 from streamband.spec import ExperimentSpec, SpecError, builtin_spec, load_spec
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="Application-aware bandwidth management for stream analytics.")
+app.add_typer(locality_app, name="locality")
 console = Console()
 if not console.is_terminal:  # logs and CI: wide enough for the tables
     console = Console(width=150)
@@ -30,6 +32,7 @@ class Backend(StrEnum):
 class Bench(StrEnum):
     paper_000 = "paper-000"
     paper_001 = "paper-001"
+    paper_003 = "paper-003"
 
 
 def fail(message: str) -> typer.Exit:
@@ -79,10 +82,17 @@ def bench(
 ) -> None:
     """Reproduce a paper's evaluation; prints tables, writes results.json + report.html."""
     out = out or Path("out") / name.value
+    if out.exists() and not out.is_dir():
+        raise fail(f"--out: {out} is a file, expected a directory")
     if backend is Backend.testbed:
         raise fail("--backend testbed: not available yet; expected 'sim'")
     try:
-        _bench_sim(SIM_BENCHES[name], out)
+        if name in SIM_BENCHES:
+            _bench_sim(SIM_BENCHES[name], out)
+        else:
+            from streamband.locality.bench import run as locality_bench
+
+            locality_bench(out)
     except SpecError as err:
         raise fail(str(err)) from None
 
