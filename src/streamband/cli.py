@@ -12,13 +12,24 @@ from rich.console import Console
 from rich.table import Table
 
 from streamband.locality.cli import app as locality_app
-from streamband.papers import PAPER000_HEADER, PAPER001_HEADER, Check, paper000, paper001
+from streamband.papers import (
+    PAPER000_HEADER,
+    PAPER001_HEADER,
+    Check,
+    compare_backends,
+    paper000,
+    paper001,
+)
 from streamband.runner import execute, write_outputs
+from streamband.sdn.cli import controller
 from streamband.spec import ExperimentSpec, SpecError, builtin_spec, load_spec
+from streamband.testbed.cli import app as testbed_app
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="Application-aware bandwidth management for stream analytics.")
 app.add_typer(locality_app, name="locality")
+app.add_typer(testbed_app, name="testbed")
+app.command("controller")(controller)
 console = Console()
 if not console.is_terminal:  # logs and CI: wide enough for the tables
     console = Console(width=150)
@@ -79,15 +90,20 @@ def bench(
     name: Bench = typer.Argument(..., help="which paper's evaluation to reproduce"),
     out: Path = typer.Option(None, help="output directory (default out/NAME)"),
     backend: Backend = typer.Option(Backend.sim, help="sim, or testbed for paper-001"),
+    seconds: float = typer.Option(60.0, help="testbed: length of each run, seconds"),
 ) -> None:
     """Reproduce a paper's evaluation; prints tables, writes results.json + report.html."""
-    out = out or Path("out") / name.value
+    out = out or Path("out") / (name.value + ("-testbed" if backend is Backend.testbed else ""))
     if out.exists() and not out.is_dir():
         raise fail(f"--out: {out} is a file, expected a directory")
-    if backend is Backend.testbed:
-        raise fail("--backend testbed: not available yet; expected 'sim'")
+    if backend is Backend.testbed and name is not Bench.paper_001:
+        raise fail(f"--backend testbed: runs paper-001 only, got {name.value}")
+    if seconds <= 0:
+        raise fail(f"--seconds: expected a positive number of seconds, got {seconds:g}")
     try:
-        if name in SIM_BENCHES:
+        if backend is Backend.testbed:
+            _bench_001_testbed(out, seconds)
+        elif name in SIM_BENCHES:
             _bench_sim(SIM_BENCHES[name], out)
         else:
             from streamband.locality.bench import run as locality_bench
@@ -95,6 +111,46 @@ def bench(
             locality_bench(out)
     except SpecError as err:
         raise fail(str(err)) from None
+
+
+def _bench_001_testbed(out: Path, seconds: float) -> None:
+    """001 on the real testbed (Mininet + OVS meters + os-ken), beside the simulator."""
+    import os
+
+    from streamband.testbed.paper001 import run as testbed_run
+
+    if os.geteuid() != 0:
+        raise fail("--backend testbed: needs root (network namespaces, Open vSwitch)")
+    spec = load_spec(builtin_spec("paper-001"))
+    sim = execute([spec], console)
+    sim_rows = [rec.row for rec in sim[0][1]]
+    rows = testbed_run(out, seconds=seconds)
+    for r in rows:
+        r.setdefault("experiment", "paper-001")
+        r.setdefault("network", "testbed-star")
+    _, tb_checks = paper001(rows, spec.paper)
+    header, table = compare_backends(rows, sim_rows, spec.paper)
+    checks = [c for c in tb_checks if "appaware >= 95" not in c.what]
+    checks += [
+        Check(f"{pl}: appaware beats tcp on the testbed", f"{g:+.1f} %", g > 0)
+        for pl, g in ((row[0], row[2]) for row in table if row[1] == "appaware")
+        if pl in ("TP2", "TP3")
+    ]
+    report = write_outputs(
+        out, "paper 001 on the testbed: Mininet + Open vSwitch meters + os-ken, real TCP",
+        sim, console,
+        extra={"testbed_runs": rows, "backend_comparison": {"header": header, "rows": table},
+               "checks": [c.__dict__ for c in checks]},
+        intro=[f"Each testbed run lasts {seconds:g} s: the fork-join harness in two Mininet "
+               "hosts over real TCP through OVS (userspace datapath), meters pushed by the "
+               "manager loop every Δt = 1 s. The simulator's runs of the same spec follow."],
+    )
+    report.heading("Testbed against simulator and paper")
+    report.table(header, _float_rows(table))
+    report.table(["check", "measured", "ok"], [[c.what, c.measured, c.ok] for c in checks])
+    _show(header, table, checks)
+    path = report.write()
+    console.print(f"results: {out / 'results.json'}\nreport:  {path}")
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,24 @@ def paper001(rows: Sequence[dict], paper: dict[str, float]) -> tuple[list[list],
     return table, checks
 
 
+def compare_backends(testbed: Sequence[dict], sim: Sequence[dict], paper: dict[str, float]
+                     ) -> tuple[list[str], list[list]]:
+    """Per placement and policy: the gain over tcp on the testbed, on the simulator and
+    in the paper (001 reports the best allocation's gain)."""
+    header = ["placement", "policy", "testbed gain %", "sim gain %", "paper gain %",
+              "testbed tuples/s", "sim tuples/s"]
+    rows = []
+    for pl in sorted({r["placement"] for r in testbed}):
+        tb_tcp, sim_tcp = _tp(testbed, placement=pl, policy="tcp"), _tp(sim, placement=pl,
+                                                                         policy="tcp")
+        for pol in ("tcp", "weighted", "appaware"):
+            tb, sm = _tp(testbed, placement=pl, policy=pol), _tp(sim, placement=pl, policy=pol)
+            rows.append([pl, pol, 100.0 * (tb / tb_tcp - 1.0), 100.0 * (sm / sim_tcp - 1.0),
+                         paper.get(f"gain_{pl}_pct", float("nan")) if pol != "tcp" else 0.0,
+                         tb, sm])
+    return header, rows
+
+
 PAPER001_HEADER = [
     "placement", "tcp Mbit/s", "paper tcp", "best policy", "best Mbit/s", "best gain %",
     "paper gain %", "appaware gain %", "appaware / sweep %",
