@@ -1,0 +1,1 @@
+"""Simulators: the fluid stream-application simulator and the coflow simulator of 004."""
