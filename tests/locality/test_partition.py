@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from streamband.locality.keygraph import build_keygraph
-from streamband.locality.partition import partition_keygraph
+from streamband.locality.partition import Partition, partition_keygraph, rebalance, refine
 from streamband.locality.routing_table import RoutingTable, hash_route, tables_from_partition
 
 
@@ -86,3 +86,13 @@ def test_routing_table_hash_fallback_and_tables() -> None:
     asia = tabs["A"].route("Asia")
     assert tabs["B"].route("#java") == asia and tabs["B"].route("#ruby") == asia
     assert tabs["B"].route("#python") == tabs["A"].route("Oceania") != asia
+
+
+def test_refine_lowers_cut_within_alpha() -> None:
+    g, _, _ = random_graph(7, keys=2000)
+    parts = np.random.default_rng(0).integers(0, 4, g.n_vertices)
+    parts = rebalance(g, parts, 4, 1.05)
+    before = Partition(g, 4, parts)
+    after = Partition(g, 4, refine(g, parts, 4, 1.05, g.csr()))
+    assert after.cut_fraction() < before.cut_fraction() - 0.1
+    assert max(after.imbalance().values()) <= max(1.05, max(before.imbalance().values())) + 1e-9

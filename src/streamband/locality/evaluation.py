@@ -90,14 +90,20 @@ def synthetic_point(n: int, locality: float, padding: int, bw_bps: float,
 
 
 # -- flights (003 §4.3) ---------------------------------------------------------
+#: imbalance windows after a reconfiguration: the whole period it opens (the headline,
+#: what 003 Fig. 11b plots per week), its first day, its first FIRST_N tuples
+IMBALANCE_WINDOWS = ("period", "first_day", "first_n")
+FIRST_N = 2000
+
+
 @dataclass
 class FlightsRun:
     n: int
     period_h: float
-    weeks: list[int]
+    weeks: list[int]  # period index (ISO week - 1 for 7-day periods) of every measurement
     locality: dict[str, list[float]]
-    imbalance: dict[str, list[float]]
-    imbalance_after_reconfig: list[float]  # online, first day after every reconfiguration
+    imbalance: dict[str, list[float]]  # per period, max of A and B, every policy
+    imbalance_after_reconfig: list[float]  # online, the period that starts with it
     planned_imbalance: list[float]  # on the statistics the partition was computed from
     throughput_tps: dict[str, float]
     reconfigurations: int
@@ -113,14 +119,21 @@ class FlightsRouter:
         self.hash_b = hash_array(f.dest_names.size, "B", n, f.dest_names)
         self.a = self.hash_a.copy()
         self.b = self.hash_b.copy()
+        self.in_table_a = np.zeros(f.tail_names.size, bool)
 
     def set_tables(self, graph: KeyGraph, parts: np.ndarray) -> None:
-        """Part p = server p = instance p of A and of B (instance i on server i)."""
+        """Part p = server p = instance p of A and of B (instance i on server i).
+
+        The new tables *replace* the old ones (003 §3.3-3.4: "the new routing table");
+        a key absent from the new statistics falls back to hash (003 §4.3: keys "not
+        observed previously ... are thus routed using hash functions")."""
         self.a = self.hash_a.copy()
         self.b = self.hash_b.copy()
         for oi, arr in ((0, self.a), (1, self.b)):
             v = np.flatnonzero(graph.op_of == oi)
             arr[graph.keys[v].astype(np.int64)] = parts[v]
+        self.in_table_a = np.zeros_like(self.in_table_a)
+        self.in_table_a[graph.keys[graph.op_of == 0].astype(np.int64)] = True
 
 
 def collect_graph(tail: np.ndarray, dest: np.ndarray, inst_a: np.ndarray, inst_b: np.ndarray,
@@ -153,19 +166,32 @@ def collect_graph(tail: np.ndarray, dest: np.ndarray, inst_a: np.ndarray, inst_b
     return g.top_edges(top_edges) if top_edges is not None else g
 
 
+def _imb2(ia: np.ndarray, ib: np.ndarray, n: int) -> tuple[float, float]:
+    return imbalance(ia, n), imbalance(ib, n)
+
+
 def run_flights(f: Flights, n: int = 6, period_h: float = 168.0, alpha: float = DEFAULT_ALPHA,
                 memory_bytes: int = DEFAULT_MEMORY_BYTES, padding: int = 4096,
-                bw_bps: float = 1e9, seed: int = 0,
+                bw_bps: float = 1e9, seed: int = 0, first_n: int = FIRST_N,
                 progress: Callable[[int, int], None] | None = None) -> FlightsRun:
     """Online (re-partition every period) vs offline (once, after the first period)
-    vs hash, replaying ``f`` in time order (003 §4.3, Fig. 11)."""
+    vs hash, replaying ``f`` in time order (003 §4.3, Fig. 11).
+
+    Periods start at ``f.hours = 0`` (Monday of ISO week 1), so 7-day periods are the
+    calendar weeks of 2013. Locality is the share of A -> B tuples (the keyed hop whose
+    key pairs 003 counts) whose A and B instances are on the same server; the
+    source -> A hop is not counted: the source is not keyed and sits on no particular
+    server (003 §4.1, one source S). Imbalance is max instance load / mean instance
+    load, the larger of A's and B's, over the windows of ``IMBALANCE_WINDOWS``."""
     period = np.floor(f.hours / period_h).astype(np.int64)
     n_periods = int(period.max()) + 1
     bounds = np.searchsorted(period, np.arange(n_periods + 1))
     routers = {p: FlightsRouter(f, n) for p in POLICIES_FLIGHTS}
     loc = {p: [] for p in POLICIES_FLIGHTS}
     imb = {p: [] for p in POLICIES_FLIGHTS}
-    after, planned = [], []
+    win = {p: {k: [] for k in IMBALANCE_WINDOWS} for p in POLICIES_FLIGHTS}
+    imb_ab = {p: {"A": [], "B": []} for p in POLICIES_FLIGHTS}
+    planned, planned_loc, seen_share, seen_loc, days, tuples = [], [], [], [], [], []
     share_ab = {p: np.zeros((n, n)) for p in POLICIES_FLIGHTS}
     load_a = {p: np.zeros(n) for p in POLICIES_FLIGHTS}
     reconfs = 0
@@ -176,27 +202,39 @@ def run_flights(f: Flights, n: int = 6, period_h: float = 168.0, alpha: float = 
             continue
         tail, dest, hours = f.tail[lo:hi], f.dest[lo:hi], f.hours[lo:hi]
         routed = {p: (r.a[tail], r.b[dest]) for p, r in routers.items()}
-        if w >= 1:
+        if reconfs:
             weeks.append(w)
+            # days of data in the period (the first and last weeks of 2013 are partial)
+            days.append(float(np.unique(np.floor(hours / 24.0)).size))
+            tuples.append(int(hi - lo))
+            start = w * period_h  # the reconfiguration happened at the period boundary
+            day = hours < start + 24.0
             for p, (ia, ib) in routed.items():
                 loc[p].append(float(np.mean(ia == ib)))
-                imb[p].append(max(imbalance(ia, n), imbalance(ib, n)))
+                ea, eb = _imb2(ia, ib, n)
+                imb[p].append(max(ea, eb))
+                imb_ab[p]["A"].append(ea)
+                imb_ab[p]["B"].append(eb)
+                win[p]["period"].append(max(ea, eb))
+                win[p]["first_day"].append(max(_imb2(ia[day], ib[day], n)))
+                win[p]["first_n"].append(max(_imb2(ia[:first_n], ib[:first_n], n)))
                 share_ab[p] += np.bincount(ia * n + ib, minlength=n * n).reshape(n, n)
                 load_a[p] += np.bincount(ia, minlength=n)
-            if w >= 2 or n_periods == 2:
-                ia, ib = routed["online"]
-                first_day = hours < hours[0] + 24.0
-                after.append(max(imbalance(ia[first_day], n), imbalance(ib[first_day], n)))
+            seen = routers["online"].in_table_a[tail]
+            ia, ib = routed["online"]
+            seen_share.append(float(seen.mean()))
+            seen_loc.append(float(np.mean(ia[seen] == ib[seen])) if seen.any() else 0.0)
         # end of the period: the online manager re-partitions on the statistics of the
         # period (reset after every reconfiguration, 003 §3.2); offline only after the first
         ia, ib = routed["online"]
         g = collect_graph(tail, dest, ia, ib, n, memory_bytes)
         part = partition_keygraph(g, n, alpha, seed)
         planned.append(max(part.imbalance().values()))
+        planned_loc.append(1.0 - part.cut_fraction())
         routers["online"].set_tables(g, part.parts)
-        reconfs += 1
-        if w == 0:
+        if reconfs == 0:
             routers["offline"].set_tables(g, part.parts)
+        reconfs += 1
         if progress:
             progress(w + 1, n_periods)
     thr = {}
@@ -204,7 +242,20 @@ def run_flights(f: Flights, n: int = 6, period_h: float = 168.0, alpha: float = 
         m = share_ab[p] / max(share_ab[p].sum(), 1.0)
         sa = np.outer(np.full(n, 1.0 / n), load_a[p] / max(load_a[p].sum(), 1.0))
         thr[p] = chain_throughput(sa, m, padding, bw_bps).throughput_tps
-    return FlightsRun(n, period_h, weeks, loc, imb, after, planned, thr, reconfs)
+    extra = {
+        "imbalance_windows": win, "imbalance_by_op": imb_ab, "first_n": first_n,
+        "period_days": days, "period_tuples": tuples, "planned_locality": planned_loc,
+        "online_share_in_table": seen_share, "online_locality_in_table": seen_loc,
+    }
+    return FlightsRun(n, period_h, weeks, loc, imb, list(win["online"]["period"]), planned,
+                      thr, reconfs, extra)
+
+
+def full_periods(r: FlightsRun) -> list[int]:
+    """Indices (into ``r.weeks``) of the measurements over a period with data on
+    every day of it (for 7-day periods: all of 2013 but Mon 30 - Tue 31 December)."""
+    need = round(r.period_h / 24.0)
+    return [i for i, d in enumerate(r.extra["period_days"]) if d >= need or r.period_h < 24.0]
 
 
 def locality_vs_edges(f: Flights, ns: tuple[int, ...] = (2, 4, 6),
