@@ -155,9 +155,9 @@ class Simulation:
     def _complete(self, fl: np.ndarray, t: float, heap: list) -> None:
         self.rem[fl] = 0.0
         self.finish[fl] = t
-        self.sched.on_complete(fl, t)
         gs, cnt = np.unique(self.wl.group[fl], return_counts=True)
         self.group_left[gs] -= cnt
+        self.sched.on_complete(fl, t)
         for g in gs[self.group_left[gs] == 0]:
             self.group_done[g] = True
             for p in self.group_parents[g]:
@@ -183,11 +183,10 @@ class Simulation:
                     t = heap[0][0]
                     continue
                 break
-            t_s = self.sched.next_event(t)
-            if t_s <= t:
+            if self.sched.next_event(t) <= t:
                 self.sched.on_event(t)
-                t_s = self.sched.next_event(t)
             rates = self.sched.rates(act, t)
+            t_s = self.sched.next_event(t)
             rem = self.rem[act]
             with np.errstate(divide="ignore", invalid="ignore"):
                 tf = np.where(rates > 0, rem / rates, np.inf)

@@ -1,0 +1,54 @@
+"""``baraat``: FIFO with limited multiplexing (Baraat, SIGCOMM'14), 004's decentralized
+baseline. Coflows are served in arrival order, each at strict priority over later ones;
+once a coflow has sent more than ``heavy_bytes`` it is *heavy* and the next coflow
+shares its level (max-min inside the level) instead of waiting behind it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from streamband.sim.coflow.engine import Scheduler
+from streamband.sim.coflow.trace import MIB
+
+
+class Baraat(Scheduler):
+    name = "baraat"
+
+    def __init__(self, heavy_bytes: float = 1024 * MIB) -> None:
+        self.heavy_bytes = heavy_bytes
+
+    def bind(self, sim) -> None:
+        super().bind(sim)
+        C = sim.wl.n_coflows
+        self.sent = np.zeros(C)
+        self.order = np.argsort(sim.wl.coflow_arrival, kind="stable")
+        self.r_c = np.zeros(C)
+
+    def on_advance(self, act, rates, dt) -> None:
+        self.sent += np.bincount(self.sim.wl.coflow[act], weights=rates * dt,
+                                 minlength=len(self.sent))
+
+    def levels(self, act, t) -> np.ndarray:
+        c = self.sim.wl.coflow[act]
+        present = np.zeros(len(self.sent), bool)
+        present[c] = True
+        fifo = self.order[present[self.order]]
+        heavy = self.sent[fifo] >= self.heavy_bytes
+        # a heavy coflow lets the next one share its level (limited multiplexing)
+        lv_fifo = np.concatenate([[0], np.cumsum(~heavy[:-1])])
+        lv = np.zeros(len(self.sent), np.int64)
+        lv[fifo] = lv_fifo
+        return lv[c]
+
+    def rates(self, act, t) -> np.ndarray:
+        r = super().rates(act, t)
+        self.r_c = np.bincount(self.sim.wl.coflow[act], weights=r, minlength=len(self.sent))
+        return r
+
+    def next_event(self, t: float) -> float:
+        live = (self.r_c > 0) & (self.sent < self.heavy_bytes)
+        if not live.any():
+            return np.inf
+        tc = t + (self.heavy_bytes - self.sent[live]) / self.r_c[live]
+        tc = tc[tc > t * (1 + 1e-12) + 1e-12]
+        return float(tc.min()) if tc.size else np.inf

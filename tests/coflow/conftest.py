@@ -1,0 +1,32 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from streamband.sim.coflow.workloads import Workload
+
+TRACE = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "FB2010-1Hr-150-0.txt"
+
+
+@pytest.fixture
+def trace_path() -> Path:
+    if not TRACE.is_file():
+        pytest.skip("shared trace not present")
+    return TRACE
+
+
+def make_workload(flows: list[tuple[int, int, int, float]], arrivals: list[float],
+                  ports: int) -> Workload:
+    """flows: (coflow, src, dst, bytes); one unit and one release group per coflow."""
+    a = np.array(flows, dtype=float)
+    cof = a[:, 0].astype(np.int64)
+    C = len(arrivals)
+    return Workload(
+        name="hand", n_nodes=ports, coflow=cof, unit=cof.copy(), group=cof.copy(),
+        src=a[:, 1].astype(np.int64), dst=a[:, 2].astype(np.int64), size=a[:, 3],
+        coflow_arrival=np.asarray(arrivals, float), coflow_id=np.arange(C),
+        unit_coflow=np.arange(C), unit_subid=np.ones(C, np.int64), unit_group=np.arange(C),
+        group_arrival=np.asarray(arrivals, float), group_deps=[() for _ in range(C)],
+    )

@@ -1,0 +1,69 @@
+"""Exact answers (issue 3 item 5)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import make_workload
+
+from streamband.model.fabric import big_switch
+from streamband.sim.coflow import fast
+from streamband.sim.coflow.engine import Simulation
+from streamband.sim.coflow.schedulers.fs import FairSharing
+from streamband.sim.coflow.schedulers.fs_static import StaticFairSharing
+from streamband.sim.coflow.schedulers.stream import Stream
+
+G = 2**30  # 1 Gbit/s
+C = G / 8  # bytes/s
+MIB = 2**20
+
+
+def test_two_flows_sharing_a_port():
+    wl = make_workload([(0, 0, 1, MIB), (1, 0, 2, 2 * MIB)], [0.0, 0.0], 3)
+    r = Simulation(wl, big_switch(3, G), FairSharing()).run()
+    assert r.flow_finish[0] == 2 * MIB / C  # both at C/2 until the first ends
+    assert r.flow_finish[1] == 2 * MIB / C + MIB / C  # then the second at C
+
+
+def test_coflow_finishes_at_its_slowest_flow():
+    wl = make_workload([(0, 0, 1, MIB), (0, 1, 2, 3 * MIB)], [0.5], 3)
+    r = Simulation(wl, big_switch(3, G), FairSharing()).run()
+    assert r.coflow_finish[0] == r.flow_finish.max() == 0.5 + 3 * MIB / C
+    assert r.cct[0] == 3 * MIB / C
+
+
+def test_three_port_maxmin_by_hand():
+    # egress 2 carries three flows -> C/3 each; ingress 0 leaves 2C/3 to flow 0
+    wl = make_workload([(0, 0, 1, MIB), (0, 0, 2, MIB), (0, 1, 2, MIB), (0, 2, 2, MIB)],
+                       [0.0], 3)
+    sim = Simulation(wl, big_switch(3, G), FairSharing())
+    r = sim.share(np.arange(4), None)
+    assert r == pytest.approx([2 * C / 3, C / 3, C / 3, C / 3], rel=1e-12)
+    sim2 = Simulation(wl, big_switch(3, G), StaticFairSharing())
+    r2 = sim2.sched.rates(np.arange(4), 0.0)
+    assert r2 == pytest.approx([C / 2, C / 3, C / 3, C / 3], rel=1e-12)  # not work-conserving
+
+
+def test_strict_priority_starves_until_the_guard_fires():
+    # A (40 MiB) is demoted past 10 MiB at t = 10/128 s; B (9 MiB, stays in queue 0)
+    # arrives at 0.1 s and takes the whole port; A starves until the guard fires.
+    wl = make_workload([(0, 0, 1, 40 * MIB), (1, 0, 1, 9 * MIB)], [0.0, 0.1], 2)
+    never = Simulation(wl, big_switch(2, G), Stream(queues=2, alpha=0.0, starve_s=10.0)).run()
+    assert never.flow_finish[1] == pytest.approx(0.1 + 9 / 128, rel=1e-12)  # B alone
+    assert never.flow_finish[0] == pytest.approx(49 / 128, rel=1e-12)
+    guard = Simulation(wl, big_switch(2, G), Stream(queues=2, alpha=0.0, starve_s=0.05)).run()
+    # 0.1..0.15 B at C (6.4 MiB), then A raised to queue 0: both at C/2
+    assert guard.flow_finish[1] == pytest.approx(0.15 + 2.6 / 64, rel=1e-9)
+    assert guard.flow_finish[0] == pytest.approx(49 / 128, rel=1e-9)  # work-conserving
+
+
+@pytest.mark.skipif(not fast.available(), reason="compiled loop not built")
+@pytest.mark.parametrize("policy,cls", [("fs", FairSharing), ("fs-static", StaticFairSharing)])
+def test_compiled_loop_matches_python_engine(trace_path, policy, cls):
+    from streamband.sim.coflow.trace import read_trace
+    from streamband.sim.coflow.workloads import from_trace
+
+    wl = from_trace(read_trace(trace_path).head(30))
+    a = Simulation(wl, big_switch(150, G), cls()).run()
+    b = fast.run_bigswitch(wl, G, policy)
+    np.testing.assert_allclose(a.flow_finish, b.flow_finish, rtol=1e-9)
