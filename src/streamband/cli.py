@@ -130,7 +130,9 @@ def _bench_001_testbed(out: Path, seconds: float) -> None:
         r.setdefault("network", "testbed-star")
     _, tb_checks = paper001(rows, spec.paper)
     header, table = compare_backends(rows, sim_rows, spec.paper)
-    checks = [c for c in tb_checks if "appaware >= 95" not in c.what]
+    # the placement checks hold on the testbed too; the gain thresholds are the
+    # simulator's, the testbed's criterion is that appaware beats plain TCP
+    checks = [c for c in tb_checks if "under tcp" in c.what]
     checks += [
         Check(f"{pl}: appaware beats tcp on the testbed", f"{g:+.1f} %", g > 0)
         for pl, g in ((row[0], row[2]) for row in table if row[1] == "appaware")
