@@ -68,5 +68,24 @@ class ControllerClient:
     def flows(self, fresh: bool = False) -> list[dict[str, Any]]:
         return self._call("GET", "/v1/flows", params={"fresh": fresh})
 
+    def put_hosts(self, hosts: dict[str, int], replace: bool = False) -> int:
+        """Register host attachments (IP -> edge switch dpid) for metering."""
+        return self._call("PUT", "/v1/hosts", json={"hosts": hosts, "replace": replace})["hosts"]
+
+    def put_classes(self, classes: list[dict[str, Any]]) -> dict[str, Any]:
+        """``classes``: ``{"flow": FlowKey dict, "cls": 0..7, "port": NAME}`` (or
+        ``"dpid"`` + ``"port_no"``): strict priority on that egress port (000 §VII)."""
+        return self._call("PUT", "/v1/classes", json={"classes": classes})
+
+    def classes(self) -> list[dict[str, Any]]:
+        return self._call("GET", "/v1/classes")
+
+    def class_bytes(self, port: str) -> list[int]:
+        return self._call("GET", f"/v1/classes/{port}/bytes")
+
+    def delete_classes(self, port: str | None = None) -> list[str]:
+        params = {"port": port} if port else {}
+        return self._call("DELETE", "/v1/classes", params=params)["reset"]
+
     def close(self) -> None:
         self.http.close()

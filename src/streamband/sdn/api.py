@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from fastapi import Depends, FastAPI, HTTPException, Request
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from streamband.sdn.app import EnforcerError, StreambandApp
 from streamband.sdn.flowkey import FlowKey
@@ -32,6 +32,36 @@ class MeterBatch(BaseModel):
 
     meters: list[MeterSpec]
     lease_s: float = Field(3.0, gt=0, le=3600)
+    replace: bool = False
+
+
+class ClassSpec(BaseModel):
+    """A flow's strict-priority class (0 highest .. 7) on one egress port, named
+    by interface (``port``) or by ``dpid`` + ``port_no``; ``link_rate_bps`` only for
+    a port the testbed did not shape (000 §VII: queue index per group)."""
+
+    flow: FlowKey
+    cls: int = Field(ge=0, le=7)
+    port: str | None = None
+    dpid: int | None = None
+    port_no: int | None = Field(None, ge=1)
+    link_rate_bps: float | None = Field(None, gt=0)
+
+    @model_validator(mode="after")
+    def _one_port(self) -> ClassSpec:
+        if (self.port is None) == (self.dpid is None or self.port_no is None):
+            raise ValueError("port: give either port (a name) or dpid and port_no")
+        return self
+
+
+class ClassBatch(BaseModel):
+    classes: list[ClassSpec]
+
+
+class HostMap(BaseModel):
+    """Where hosts attach: IPv4 -> dpid of the edge switch (the meter's switch)."""
+
+    hosts: dict[str, int]
     replace: bool = False
 
 
@@ -84,6 +114,43 @@ def create_api(osken: StreambandApp, token: str | None = None) -> FastAPI:
         if not n:
             raise HTTPException(404, f"no managed flow {flow_id}")
         return {"removed": n}
+
+    @api.put("/v1/hosts", dependencies=[Depends(auth)])
+    def put_hosts(hm: HostMap) -> dict[str, int]:
+        """Register host attachments: a meter without ``dpid`` goes on the sender's
+        edge switch (the first switch of the flow's path)."""
+        return {"hosts": osken.set_hosts(hm.hosts, hm.replace)}
+
+    @api.get("/v1/hosts", dependencies=[Depends(auth)])
+    def get_hosts() -> dict[str, int]:
+        return dict(osken.hosts)
+
+    @api.put("/v1/classes", dependencies=[Depends(auth)])
+    def put_classes(batch: ClassBatch) -> dict[str, Any]:
+        """Assign flows to strict-priority classes 0..7 (0 highest) on egress ports
+        (HTB ``prio`` classes on the switch-side veth; see ``streamband.sdn.priority``)."""
+        items = []
+        for c in batch.classes:
+            name = c.port if c.port is not None else run(osken.port_name, c.dpid, c.port_no)
+            items.append((name, c.flow, c.cls, c.link_rate_bps))
+        return run(osken.set_classes, items)
+
+    @api.get("/v1/classes", dependencies=[Depends(auth)])
+    def get_classes() -> list[dict[str, Any]]:
+        return osken.priorities.listing()
+
+    @api.get("/v1/classes/{port}/bytes", dependencies=[Depends(auth)])
+    def class_bytes(port: str) -> list[int]:
+        """Bytes sent by each class 0..7 on ``port`` so far."""
+        if port not in osken.priorities.ports:
+            raise HTTPException(404, f"port {port!r} has no priority classes")
+        return osken.priorities.class_bytes(port)
+
+    @api.delete("/v1/classes", dependencies=[Depends(auth)])
+    def delete_classes(port: str | None = None) -> dict[str, list[str]]:
+        """Remove the classes of ``port`` (every port when omitted): the link is
+        shaped by one HTB class again."""
+        return {"reset": osken.priorities.reset(port)}
 
     @api.post("/v1/lease", dependencies=[Depends(auth)])
     def renew(lease: Lease) -> dict[str, int]:

@@ -11,6 +11,16 @@ Pipeline on every switch:
   topologies with several paths the testbed adds per-host-pair path rules from
   :class:`streamband.model.routing.Router` above it and a drop rule for the rest.
 
+Where a flow is metered: at the switch given by ``dpid``; without one, at the
+sender's edge switch (the first switch of the flow's path), looked up in the host
+attachments the testbed registers (``PUT /v1/hosts``: IP -> dpid); with a single
+switch, that switch.
+
+Strict priority classes (000 §VII, 004) are not OpenFlow here: see
+:mod:`streamband.sdn.priority` (HTB ``prio`` classes on the switch-side veth,
+u32 on the 5-tuple), because ``set_queue`` does not reach the kernel's queues on
+the userspace datapath.
+
 Leases (fail-open): every managed flow carries an expiry; the manager refreshes it
 with every allocation. When it lapses (the manager died) the rule and its meter are
 deleted and the flow falls back to plain TCP sharing.
@@ -43,6 +53,7 @@ from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_3
 
 from streamband.sdn.flowkey import FlowKey
+from streamband.sdn.priority import PriorityError, PriorityQueues
 
 LOG = logging.getLogger("streamband.sdn")
 
@@ -150,6 +161,8 @@ class StreambandApp(app_manager.OSKenApp):
         self._waiters: dict[int, _Waiter] = {}
         self._errors: dict[int, str] = {}
         self.expired_total = 0
+        self.hosts: dict[str, int] = {}  # host IP -> dpid of its edge switch
+        self.priorities = PriorityQueues()
         self.threads.append(hub.spawn(self._poll_loop))
         self.threads.append(hub.spawn(self._lease_loop))
 
@@ -275,11 +288,14 @@ class StreambandApp(app_manager.OSKenApp):
             raise EnforcerError(f"{len(errs)} of {len(msgs)} messages failed: {errs[0]}")
 
     # -- the bandwidth enforcer ---------------------------------------------------
-    def _dp(self, dpid: int | None) -> Datapath:
+    def _dp(self, dpid: int | None, flow: FlowKey | None = None) -> Datapath:
+        if dpid is None and flow is not None and flow.src_ip in self.hosts:
+            dpid = self.hosts[flow.src_ip]  # the sender's edge switch
         if dpid is None:
             if len(self.datapaths) != 1:
                 raise EnforcerError(
-                    f"dpid: required when {len(self.datapaths)} switches are connected"
+                    f"dpid: required when {len(self.datapaths)} switches are connected "
+                    "and the sender's switch is not registered (PUT /v1/hosts)"
                 )
             return next(iter(self.datapaths.values()))
         try:
@@ -338,7 +354,7 @@ class StreambandApp(app_manager.OSKenApp):
             batches: dict[int, list[Any]] = {}
             seen: set[tuple[int, tuple[Any, ...]]] = set()
             for flow, rate, dpid in items:
-                dp = self._dp(dpid)
+                dp = self._dp(dpid, flow)
                 ofp, p = dp.ofproto, dp.ofproto_parser
                 msgs = batches.setdefault(dp.id, [])
                 key = (dp.id, flow.key())
@@ -439,6 +455,38 @@ class StreambandApp(app_manager.OSKenApp):
                 LOG.info("lease expired: removed %d flows (fail-open)", len(dead))
             except Exception:  # keep the loop alive
                 LOG.exception("lease loop")
+
+    def set_hosts(self, hosts: dict[str, int], replace: bool = False) -> int:
+        """Register where hosts attach (IP -> dpid of the edge switch)."""
+        with self.lock:
+            if replace:
+                self.hosts.clear()
+            self.hosts.update(hosts)
+            return len(self.hosts)
+
+    # -- strict priority classes (000 §VII, 004) ----------------------------------
+    def port_name(self, dpid: int, port_no: int) -> str:
+        """The interface name of a switch port (from the port descriptions)."""
+        with self.lock:
+            pc = self.ports.get((dpid, port_no))
+        if pc is None or not pc.name:
+            raise EnforcerError(f"port: switch {dpid:016x} has no port {port_no}")
+        return pc.name
+
+    def known_port(self, name: str) -> bool:
+        with self.lock:
+            return any(pc.name == name for pc in self.ports.values())
+
+    def set_classes(self, items: list[tuple[str, FlowKey, int, float | None]]) -> dict[str, Any]:
+        """Put each ``(egress port name, flow, class 0..7, link rate or None)`` in its
+        strict-priority class (0 highest)."""
+        for dev, *_ in items:
+            if not self.known_port(dev):
+                raise EnforcerError(f"port: {dev!r} is not a port of a connected switch")
+        try:
+            return self.priorities.assign(items)
+        except PriorityError as exc:
+            raise EnforcerError(str(exc)) from None
 
     def flow_list(self) -> list[dict[str, Any]]:
         with self.lock:

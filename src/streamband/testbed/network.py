@@ -103,6 +103,8 @@ class Testbed:
                 self._start_controller()
             self._start_net()
             self._wait_connected()
+            if self.spec.controller:
+                self._register_hosts()
             for ct in self.spec.cross_traffic:
                 self.cross_traffic(ct.src, ct.dst, ct.mbps, udp=ct.udp)
             write_state(self.state())
@@ -213,6 +215,25 @@ class Testbed:
             time.sleep(0.2)
         raise TestbedError(f"switches did not connect to the controller at {self.spec.openflow}")
 
+    def _register_hosts(self) -> None:
+        """Tell the controller where every host attaches, so that a meter without a
+        dpid goes on the sender's edge switch (the first switch of its path)."""
+        from streamband.control.api_client import ControllerClient, ControllerError
+
+        client = ControllerClient(self.spec.api)
+        try:
+            client.wait_ready(len(self.topo.switches))
+            client.put_hosts({self.ip(h): self.edge_dpid(h) for h in self.topo.hosts},
+                             replace=True)
+        except ControllerError as exc:
+            raise TestbedError(str(exc)) from None
+        finally:
+            client.close()
+
+    def edge_dpid(self, host: str) -> int:
+        """The dpid of ``host``'s edge switch (where its flows are metered)."""
+        return self.dpid[self.topo.host_switch(host)]
+
     @staticmethod
     def _connected(bridges: list[str]) -> bool:
         for b in bridges:
@@ -254,7 +275,8 @@ class Testbed:
             "api": self.spec.api if self.spec.controller else None,
             "controller_pid": self.controller.pid if self.controller else None,
             "hosts": {h: {"node": self.host_name[h], "ip": self.ip(h), "mac": self.mac(h),
-                          "pid": self.node(h).pid, "switch_port": self.switch_port(h)}
+                          "pid": self.node(h).pid, "switch_port": self.switch_port(h),
+                          "dpid": self.edge_dpid(h)}
                       for h in self.topo.hosts},
             "switches": {s: {"bridge": self.switch_name[s], "dpid": self.dpid[s]}
                          for s in self.topo.switches},

@@ -1,0 +1,241 @@
+"""Strict priority between up to 8 classes on chosen egress ports, for App-Fair
+(000 §VII c: "a multi-level strict priority scheduler among a set Q = {q1..qm}
+of queues, where m = 8 in our testbed", flows of one group in the same queue
+index, re-associated online by the controller) and for coflow priorities (004).
+
+Mechanism: Linux HTB classes with ``prio`` on the switch-side veth, classified
+by u32 on the flow's 5-tuple (with a DSCP class-selector fallback).
+---------------------------------------------------------------------------
+
+On a port the controller is asked to prioritise, the single HTB class that
+shapes the link (Mininet's ``TCLink``: ``5:1`` at the link's rate) is replaced by
+
+- ``5:1``  HTB at the link rate (rate = ceil), the link's capacity as before;
+- ``5:10`` ... ``5:17``: one leaf per class c = 0..7 under ``5:1``, ``prio c``,
+  a tiny assured rate (1/1000 of the link, at least 8 kbit/s) and ``ceil`` = the
+  link rate. HTB lends the parent's spare tokens to the leaves in ``prio`` order,
+  so a lower class number gets every byte it asks for before a higher one gets
+  any: strict priority, with the tiny assured rate as the only leak (no
+  starvation to zero, which 000 §VII also wants);
+- u32 filters on the root, one per (port, flow): IPv4 source/destination,
+  protocol, transport ports (0 = any) -> ``5:1c``. Re-assigning a flow adds the
+  new filter before deleting the old one, so a swap is atomic enough for TCP;
+- fallback filters after them: a sender that marks its packets with a DSCP class
+  selector CSn gets class 7 - n (CS7 highest), so senders may mark instead of
+  being listed;
+- anything else goes to the default class 7 (lowest).
+
+Why not OVS queues: on this machine OVS runs the userspace datapath (no kernel
+module, MACHINE-NOTES). ``ovs-vsctl set port P qos=@q ... type=linux-htb`` with
+two queues (``priority`` 0 and 7) *does* build an HTB tree on the netdev port,
+and flow rules with ``set_queue:N`` match (their counters move), but every packet
+lands in queue 0's class: the userspace datapath sends through an AF_PACKET
+socket without the skb priority that ``set_queue`` would set in the kernel
+datapath, so the queues never see traffic (checked: 9.8 / 9.3 Mbit/s for
+"queue 0" / "queue 1" flows on a 20 Mbit/s port, the second class's counter 0).
+Nor the ``prio`` qdisc (not in this kernel). So the controller drives ``tc``
+itself: it runs in the root namespace, where the switch-side veths live.
+
+The u32 port matches assume IPv4 headers without options (``ip sport/dport``
+read offset 20), which is what the hosts send.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from streamband.sdn.flowkey import FlowKey
+
+CLASSES = 8
+HANDLE = 5  # Mininet's TCLink root handle: the tree keeps it
+FIRST_PREF, FALLBACK_PREF = 100, 60000  # u32 filter priorities: flows first, DSCP after
+MIN_ASSURED_BPS = 8e3
+DEFAULT_CLASS = CLASSES - 1
+_RATE = re.compile(r"\brate (\d+(?:\.\d+)?)([KMG]?)bit\b")
+_UNIT = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9}
+
+
+class PriorityError(RuntimeError):
+    """A port that cannot be prioritised or a failed ``tc`` call."""
+
+
+def _tc_batch(lines: list[str]) -> None:
+    """Run ``tc`` commands in one process (``tc -batch``); raise on the first error."""
+    if not lines:
+        return
+    r = subprocess.run(["tc", "-batch", "-"], input="\n".join(lines) + "\n",
+                       capture_output=True, text=True)
+    if r.returncode:
+        raise PriorityError(f"tc: {r.stderr.strip()[-300:]}")
+
+
+def link_rate_bps(dev: str) -> float | None:
+    """The rate of ``dev``'s root HTB class (the link's shaping), None if unshaped."""
+    r = subprocess.run(["tc", "class", "show", "dev", dev], capture_output=True, text=True)
+    if r.returncode:
+        raise PriorityError(f"port {dev}: {r.stderr.strip() or 'no such device'}")
+    for line in r.stdout.splitlines():
+        if line.startswith(f"class htb {HANDLE}:1 ") and " root " in line:
+            m = _RATE.search(line)
+            if m:
+                return float(m.group(1)) * _UNIT[m.group(2)]
+    return None
+
+
+def _u32(dev: str, pref: int, flow: FlowKey, cls: int) -> str:
+    proto = 6 if flow.proto == "tcp" else 17
+    match = (f"match ip src {flow.src_ip}/32 match ip dst {flow.dst_ip}/32 "
+             f"match ip protocol {proto} 0xff")
+    if flow.src_port:
+        match += f" match ip sport {flow.src_port} 0xffff"
+    if flow.dst_port:
+        match += f" match ip dport {flow.dst_port} 0xffff"
+    return (f"filter add dev {dev} parent {HANDLE}: protocol ip pref {pref} u32 {match} "
+            f"flowid {HANDLE}:{10 + cls}")
+
+
+@dataclass
+class PortTree:
+    """The priority tree on one egress port and its flow filters."""
+
+    dev: str
+    rate_bps: float
+    prefs: dict[tuple[Any, ...], tuple[int, int, FlowKey]] = field(default_factory=dict)
+    next_pref: int = FIRST_PREF
+    free: list[int] = field(default_factory=list)
+
+    def alloc(self) -> int:
+        if self.free:
+            return self.free.pop()
+        if self.next_pref >= FALLBACK_PREF:
+            raise PriorityError(f"port {self.dev}: too many prioritised flows")
+        self.next_pref += 1
+        return self.next_pref - 1
+
+
+class PriorityQueues:
+    """The controller's priority classes: per-port HTB trees and flow filters."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.ports: dict[str, PortTree] = {}
+
+    def _tree(self, dev: str, rate_bps: float | None) -> PortTree:
+        tree = self.ports.get(dev)
+        if tree is not None:
+            return tree
+        rate = rate_bps or link_rate_bps(dev)
+        if rate is None:
+            raise PriorityError(f"port {dev}: not shaped; rate_bps is required")
+        assured = max(MIN_ASSURED_BPS, rate / 1000.0)
+        h = HANDLE
+        lines = [
+            f"qdisc add dev {dev} root handle {h}: htb default {10 + DEFAULT_CLASS} r2q 100",
+            f"class add dev {dev} parent {h}: classid {h}:1 htb rate {rate:.0f}bit "
+            f"ceil {rate:.0f}bit burst 15k",
+        ]
+        for c in range(CLASSES):
+            lines.append(f"class add dev {dev} parent {h}:1 classid {h}:{10 + c} htb "
+                         f"rate {assured:.0f}bit ceil {rate:.0f}bit burst 15k "
+                         f"prio {c} quantum 1514")
+        for cs in range(8):  # DSCP class selector CSn -> class 7 - n
+            lines.append(f"filter add dev {dev} parent {h}: protocol ip pref "
+                         f"{FALLBACK_PREF + cs} u32 match ip tos {cs << 5:#04x} 0xe0 "
+                         f"flowid {h}:{10 + DEFAULT_CLASS - cs}")
+        # no root qdisc yet is fine: ignore this one's status
+        subprocess.run(["tc", "qdisc", "del", "dev", dev, "root"], capture_output=True)
+        _tc_batch(lines)
+        tree = PortTree(dev, rate)
+        self.ports[dev] = tree
+        return tree
+
+    def assign(self, items: list[tuple[str, FlowKey, int, float | None]]) -> dict[str, Any]:
+        """Put each ``(port, flow, class, link rate or None)`` in its class, creating
+        the port's tree on first use; returns counts and the time spent."""
+        t0 = time.perf_counter()
+        counts = {"assigned": 0, "unchanged": 0}
+        with self.lock:
+            adds: list[str] = []
+            dels: list[str] = []
+            freed: list[tuple[PortTree, int]] = []  # reusable after this batch only
+            for dev, flow, cls, rate in items:
+                if not 0 <= cls < CLASSES:
+                    raise PriorityError(f"class: expected 0..{CLASSES - 1}, got {cls}")
+                tree = self._tree(dev, rate)
+                old = tree.prefs.get(flow.key())
+                if old is not None and old[1] == cls:
+                    counts["unchanged"] += 1
+                    continue
+                pref = tree.alloc()
+                adds.append(_u32(dev, pref, flow, cls))
+                if old is not None:
+                    dels.append(f"filter del dev {dev} parent {HANDLE}: protocol ip "
+                                f"pref {old[0]}")
+                    freed.append((tree, old[0]))
+                tree.prefs[flow.key()] = (pref, cls, flow)
+                counts["assigned"] += 1
+            _tc_batch(adds)  # new filters first: a re-assigned flow is never unclassified
+            _tc_batch(dels)
+            for tree, pref in freed:
+                tree.free.append(pref)
+        out: dict[str, Any] = dict(counts)
+        out["elapsed_ms"] = (time.perf_counter() - t0) * 1e3
+        return out
+
+    def unassign(self, dev: str, flow: FlowKey) -> bool:
+        """Back to the default class; False if the flow had no class on ``dev``."""
+        with self.lock:
+            tree = self.ports.get(dev)
+            old = tree.prefs.pop(flow.key(), None) if tree else None
+            if tree is None or old is None:
+                return False
+            _tc_batch([f"filter del dev {dev} parent {HANDLE}: protocol ip pref {old[0]}"])
+            tree.free.append(old[0])
+            return True
+
+    def listing(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return [{"port": t.dev, "flow": f.model_dump(), "cls": c, "link_rate_bps": t.rate_bps}
+                    for t in self.ports.values() for _, c, f in t.prefs.values()]
+
+    def class_bytes(self, dev: str) -> list[int]:
+        """Bytes sent so far by each class 0..7 of ``dev`` (tc's counters)."""
+        r = subprocess.run(["tc", "-s", "class", "show", "dev", dev], capture_output=True,
+                           text=True)
+        out = [0] * CLASSES
+        cur: int | None = None
+        for line in r.stdout.splitlines():
+            m = re.match(rf"class htb {HANDLE}:(\w+) ", line)
+            if m:
+                cid = int(m.group(1), 16)
+                cur = cid - 0x10 if 0x10 <= cid < 0x10 + CLASSES else None
+            elif cur is not None and line.strip().startswith("Sent "):
+                out[cur] = int(line.split()[1])
+        return out
+
+    def reset(self, dev: str | None = None) -> list[str]:
+        """Remove the tree of ``dev`` (every port when None) and shape the link with
+        one HTB class again, as Mininet's TCLink left it. Returns the ports reset."""
+        with self.lock:
+            devs = [dev] if dev is not None else list(self.ports)
+            done = []
+            for d in devs:
+                tree = self.ports.pop(d, None)
+                if tree is None:
+                    continue
+                subprocess.run(["tc", "qdisc", "del", "dev", d, "root"], capture_output=True)
+                try:
+                    _tc_batch([
+                        f"qdisc add dev {d} root handle {HANDLE}:0 htb default 1",
+                        f"class add dev {d} parent {HANDLE}:0 classid {HANDLE}:1 htb "
+                        f"rate {tree.rate_bps:.0f}bit burst 15k",
+                    ])
+                except PriorityError:
+                    pass  # the port is gone (testbed down): nothing to restore
+                done.append(d)
+            return done

@@ -1,0 +1,95 @@
+"""Strict priority classes on an egress port, for real (000 §VII App-Fair's
+8-level strict priority scheduler; 004's coflow priorities): two iperf3 TCP
+flows share one 20 Mbit/s bottleneck port, each asking for 14 Mbit/s; the one in
+the higher class gets what it asks, the other the rest; swapping the classes
+online swaps the shares."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from streamband.control.api_client import ControllerClient, ControllerError
+from streamband.sdn.priority import link_rate_bps
+from streamband.testbed.network import Testbed
+from streamband.testbed.spec import load_spec
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the testbed needs root")
+SPEC = "star:workers=3,master=false,bw_mbps=20,api=127.0.0.1:8191,openflow=127.0.0.1:6663"
+ASK_MBPS, LINK_MBPS, SECONDS, SWAP_AT = 14.0, 20.0, 12, 6.0
+
+
+def _mean(intervals: list[dict], lo: float, hi: float) -> float:
+    v = [i["sum"]["bits_per_second"] / 1e6 for i in intervals
+         if i["sum"]["start"] >= lo - 0.3 and i["sum"]["end"] <= hi + 0.3]
+    assert v, f"no iperf3 interval in [{lo}, {hi}]"
+    return sum(v) / len(v)
+
+
+def test_strict_priority_shares_and_online_swap(cleanup):
+    spec = load_spec(SPEC)
+    with Testbed(spec) as tb:
+        client = ControllerClient(spec.api)
+        client.wait_ready(1)
+        port = tb.switch_port("w3")  # the bottleneck: the downlink to w3
+        flows = {src: {"src_ip": tb.ip(src), "dst_ip": tb.ip("w3"), "dst_port": p}
+                 for src, p in (("w1", 5201), ("w2", 5202))}
+        servers = {src: tb.popen("w3", ["iperf3", "-s", "-1", "-J", "-p",
+                                        str(flows[src]["dst_port"])],
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                   for src in flows}
+        r = client.put_classes([{"flow": flows["w1"], "cls": 1, "port": port},
+                                {"flow": flows["w2"], "cls": 6, "port": port}])
+        assert r["assigned"] == 2
+        assert {(c["flow"]["dst_port"], c["cls"]) for c in client.classes()} == {
+            (5201, 1), (5202, 6)}
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        for src, f in flows.items():
+            tb.popen(src, ["iperf3", "-c", f["dst_ip"], "-p", str(f["dst_port"]), "-t",
+                           str(SECONDS), "--fq-rate", f"{ASK_MBPS}M"],
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(max(0.0, t0 + SWAP_AT - time.monotonic()))
+        r = client.put_classes([{"flow": flows["w1"], "cls": 6, "port": port},
+                                {"flow": flows["w2"], "cls": 1, "port": port}])
+        assert r["assigned"] == 2
+        res = {}
+        for src, p in servers.items():
+            out, _ = p.communicate(timeout=SECONDS + 20)
+            res[src] = json.loads(out)["intervals"]
+        before = {s: _mean(iv, 2.0, SWAP_AT) for s, iv in res.items()}
+        after = {s: _mean(iv, SWAP_AT + 2.0, SECONDS) for s, iv in res.items()}
+        print(f"\npriority shares (Mbit/s) before swap {before}, after swap {after}")
+        for shares, hi, lo in ((before, "w1", "w2"), (after, "w2", "w1")):
+            assert shares[hi] > 0.85 * ASK_MBPS, shares  # gets what it asks
+            rest = LINK_MBPS - ASK_MBPS
+            assert 0.4 * rest < shares[lo] < rest + 2.5, shares  # gets the rest
+            assert shares[hi] > shares[lo] + 5.0, shares
+            assert shares[hi] + shares[lo] > 0.85 * LINK_MBPS, shares  # link stays busy
+        sent = client.class_bytes(port)
+        assert sent[1] > 1e6 and sent[6] > 1e6  # both leaf classes carried traffic
+        assert client.delete_classes(port) == [port]
+        assert link_rate_bps(port) == pytest.approx(LINK_MBPS * 1e6)  # plain HTB again
+
+
+def test_classes_reject_bad_requests(cleanup):
+    spec = load_spec(SPEC)
+    with Testbed(spec) as tb:
+        client = ControllerClient(spec.api)
+        client.wait_ready(1)
+        flow = {"src_ip": tb.ip("w1"), "dst_ip": tb.ip("w3")}
+        r = client.http.put("/v1/classes", json={"classes": [
+            {"flow": flow, "cls": 8, "port": tb.switch_port("w3")}]})
+        assert r.status_code == 422
+        r = client.http.put("/v1/classes", json={"classes": [{"flow": flow, "cls": 0}]})
+        assert r.status_code == 422
+        with pytest.raises(ControllerError, match="409"):
+            client.put_classes([{"flow": flow, "cls": 0, "port": "eth-none"}])
+        # by dpid + port number: the switch's first port
+        r = client.put_classes([{"flow": flow, "cls": 3, "dpid": 1, "port_no": 1}])
+        assert r["assigned"] == 1
+        assert "/v1/classes" in client.http.get("/openapi.json").json()["paths"]
