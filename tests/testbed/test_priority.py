@@ -93,3 +93,21 @@ def test_classes_reject_bad_requests(cleanup):
         r = client.put_classes([{"flow": flow, "cls": 3, "dpid": 1, "port_no": 1}])
         assert r["assigned"] == 1
         assert "/v1/classes" in client.http.get("/openapi.json").json()["paths"]
+
+
+def test_sender_dscp_marking_selects_the_class(cleanup):
+    """A sender that marks CSn instead of being listed lands in class 7 - n."""
+    spec = load_spec(SPEC)
+    with Testbed(spec) as tb:
+        client = ControllerClient(spec.api)
+        client.wait_ready(1)
+        port = tb.switch_port("w3")
+        other = {"src_ip": tb.ip("w2"), "dst_ip": tb.ip("w3"), "dst_port": 9}
+        client.put_classes([{"flow": other, "cls": 0, "port": port}])  # builds the tree
+        tb.popen("w3", ["iperf3", "-s", "-p", "5201"], stdout=subprocess.DEVNULL,
+                 stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+        tb.node("w1").cmd(f"iperf3 -c {tb.ip('w3')} -p 5201 -t 1 --tos 0x40")  # CS2
+        sent = client.class_bytes(port)
+        assert sent[5] > 1e6, sent
+        assert sent[5] > 10 * max(sent[c] for c in range(8) if c != 5), sent
