@@ -6,13 +6,17 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BASEPY := $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || command -v python3)
 OUT    ?= out
+# rustup's cargo builds the compiled coflow core (rust/coflow_core, PyO3 + maturin)
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+RUST   := rust/coflow_core/Cargo.toml rust/coflow_core/pyproject.toml $(wildcard rust/coflow_core/src/*.rs)
 
 .PHONY: demo test lint install clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(RUST)
 	$(BASEPY) -m venv --system-site-packages $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q ./rust/coflow_core
 	touch $(STAMP)
 
 install: $(STAMP)
