@@ -6,7 +6,14 @@ from pydantic import ValidationError
 
 from streamband.model import App, Edge, FlowMap, Operator, Router, fat_tree, leaf_spine, star
 from streamband.model.flows import key_shares
-from streamband.model.placement import PlacementError, explicit, round_robin, tuple_size_rule
+from streamband.model.placement import (
+    PlacementError,
+    explicit,
+    joint,
+    round_robin,
+    sustainable_rate,
+    tuple_size_rule,
+)
 from streamband.model.routing import routing_matrix
 from streamband.model.topology import TopologyError, two_tier
 
@@ -137,3 +144,30 @@ def test_zipf_key_shares_are_skewed_and_sum_to_one():
     s = key_shares(e, 4)
     assert s.sum() == pytest.approx(1.0) and s.max() > 1.5 * s.min()
     assert np.allclose(key_shares(Edge(src="a", dst="b", tuple_bytes=1), 4), 0.25)
+
+
+def test_sustainable_rate_of_fork_join_placements():
+    topo = star(["S1", "S2"], 20e6)
+    app = fork_join()
+    tp2 = explicit(app, topo.hosts, {"A": "S1", "C": "S1", "B": "S2", "D": "S2"})
+    # TP2: 8 KB + 3 KB cross S1's uplink per source tuple -> 20e6 / 8 / 11264 tuples/s
+    assert sustainable_rate(app, topo, tp2) == pytest.approx(20e6 / 8 / 11264)
+
+
+def test_joint_placement_is_at_least_round_robin_and_beats_it_on_two_tier():
+    app = App(
+        name="ti",
+        operators=[Operator(name="t", kind="source", parallelism=2, rate_tps=250),
+                   Operator(name="c", kind="source", parallelism=2, rate_tps=250),
+                   Operator(name="j", kind="join", parallelism=2, join_mode="latest",
+                            primary="t")],
+        edges=[Edge(src="t", dst="j", grouping="shuffle", tuple_bytes=20480),
+               Edge(src="c", dst="j", grouping="all", tuple_bytes=5120)],
+    )
+    topo = two_tier(host_bw_bps=1e9, internal_bw_bps=20e6)
+    rr = round_robin(app, topo.hosts)
+    best = joint(app, topo)
+    assert max(list(best.values()).count(h) for h in topo.hosts) == 1  # balanced
+    assert sustainable_rate(app, topo, best) > 1.5 * sustainable_rate(app, topo, rr)
+    assert joint(fork_join(), star(["S1", "S2"], 20e6)) == tuple_size_rule(
+        fork_join(), star(["S1", "S2"], 20e6))

@@ -13,6 +13,7 @@ from streamband.model.flows import FlowMap
 from streamband.model.placement import (
     PlacementError,
     explicit,
+    joint,
     random_placement,
     round_robin,
     tuple_size_rule,
@@ -36,6 +37,8 @@ def make_placement(spec: ExperimentSpec, topo: Topology, name: str, p: Placement
             return random_placement(spec.app, topo.hosts, p.seed)
         if p.strategy == "explicit":
             return explicit(spec.app, topo.hosts, p.map or {})
+        if p.strategy == "joint":
+            return joint(spec.app, topo)
         return tuple_size_rule(spec.app, topo)
     except PlacementError as err:
         raise SpecError(f"placements.{name}: {err}") from None

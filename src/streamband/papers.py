@@ -124,3 +124,32 @@ def paper000(rows: Sequence[dict], short: dict[str, str]) -> tuple[list[list], l
                     checks.append(Check(f"{where}: appaware bottleneck utilisation >= 0.97",
                                         f"{util:.3f}", util >= 0.97))
     return table, checks
+
+
+JOINT_HEADER = [
+    "app", "network", "placement", "tcp tuples/s", "appaware tuples/s", "common rate",
+    "vs round robin + tcp %",
+]
+
+
+def joint_table(rows: Sequence[dict], bounds: dict[tuple[str, str, str], float]
+                ) -> tuple[list[list], list[Check]]:
+    """Beyond 001: placement chosen jointly with the allocation, against round robin and
+    001's rule; ``bounds`` is the sustainable rate of each (app, network, placement)."""
+    table, checks = [], []
+    for app in dict.fromkeys(r["app"] for r in rows):
+        for net in dict.fromkeys(r["network"] for r in _by(rows, app=app)):
+            sub = _by(rows, app=app, network=net)
+            base = _tp(sub, placement="RR", policy="tcp")
+            for pl in dict.fromkeys(r["placement"] for r in sub):
+                tcp, aa = _tp(sub, placement=pl, policy="tcp"), _tp(sub, placement=pl,
+                                                                   policy="appaware")
+                table.append([app, net, pl, tcp, aa, bounds.get((app, net, pl), float("nan")),
+                              100.0 * (aa / base - 1.0)])
+            best = max((r for r in sub if r["policy"] == "appaware"),
+                       key=lambda r: r["throughput_tps"])
+            checks.append(Check(f"{app} {net}: joint + appaware is the best combination",
+                                f"best: {best['placement']} + appaware",
+                                _tp(sub, placement="JOINT", policy="appaware")
+                                >= 0.99 * best["throughput_tps"]))
+    return table, checks

@@ -73,7 +73,7 @@ class NetworkSpec(_Strict):
 
 
 class PlacementSpec(_Strict):
-    strategy: Literal["round_robin", "random", "explicit", "tuple_size_rule"]
+    strategy: Literal["round_robin", "random", "explicit", "tuple_size_rule", "joint"]
     map: dict[str, str] | None = None
     seed: int = 0
 
