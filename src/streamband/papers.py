@@ -127,7 +127,8 @@ def paper000(rows: Sequence[dict], short: dict[str, str]) -> tuple[list[list], l
 
 
 JOINT_HEADER = [
-    "app", "network", "placement", "tcp tuples/s", "appaware tuples/s", "common rate",
+    "app", "network", "placement", "tcp tuples/s", "appaware tuples/s",
+    "common rate % of arrivals",
     "vs round robin + tcp %",
 ]
 
@@ -135,7 +136,8 @@ JOINT_HEADER = [
 def joint_table(rows: Sequence[dict], bounds: dict[tuple[str, str, str], float]
                 ) -> tuple[list[list], list[Check]]:
     """Beyond 001: placement chosen jointly with the allocation, against round robin and
-    001's rule; ``bounds`` is the sustainable rate of each (app, network, placement)."""
+    001's rule; ``bounds`` is the common rate of each (app, network, placement) as a
+    share of the arrival rate (capped at 1)."""
     table, checks = [], []
     for app in dict.fromkeys(r["app"] for r in rows):
         for net in dict.fromkeys(r["network"] for r in _by(rows, app=app)):
