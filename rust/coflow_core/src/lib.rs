@@ -4,6 +4,12 @@
 //! rate, so the loop keeps one service counter per pair and a min-heap of the pair's
 //! flow thresholds: an event costs O(active pairs), not O(active flows).
 //! The Python engine (`streamband.sim.coflow.engine`) is the reference; tests compare.
+//!
+//! `fabric_run` is the general loop (any link table, strict priority between levels,
+//! max-min inside a level) with the priority rules of `stream`, `aalo`, `baraat`
+//! behind one enum: see `fabric.rs`.
+
+mod fabric;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -377,8 +383,120 @@ impl Loop {
     }
 }
 
+fn as_u32(b: &[u8], what: &str, bound: usize) -> PyResult<Vec<u32>> {
+    let v = as_i64(b);
+    for (i, &x) in v.iter().enumerate() {
+        if x < 0 || x as usize >= bound {
+            return Err(PyValueError::new_err(format!("{what}[{i}] = {x}: outside 0..{bound}")));
+        }
+    }
+    Ok(v.into_iter().map(|x| x as u32).collect())
+}
+
+/// Run flows on a fabric given as a link table under `policy` (fs, fs-static, stream,
+/// aalo, baraat). Integer arrays are int64 buffers, real ones float64. `plinks` is
+/// n_paths x `width` link ids, -1 = padding. `params`: alpha, beta, starve_s, relay,
+/// heavy; `tau` the K queue thresholds (last inf). Returns (finish times, events).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn fabric_run<'py>(
+    py: Python<'py>,
+    policy: &str,
+    cap: &[u8],
+    plinks: &[u8],
+    width: usize,
+    flows: (Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>),
+    units: (Vec<u8>, Vec<u8>, Vec<u8>),
+    c_rank: &[u8],
+    groups: (Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>),
+    tau: Vec<f64>,
+    params: std::collections::HashMap<String, f64>,
+) -> PyResult<(Bound<'py, PyBytes>, u64)> {
+    let pol = match policy {
+        "fs" => fabric::Policy::Fs,
+        "fs-static" => fabric::Policy::FsStatic,
+        "stream" => fabric::Policy::Stream,
+        "aalo" => fabric::Policy::Aalo,
+        "baraat" => fabric::Policy::Baraat,
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "policy: expected fs, fs-static, stream, aalo or baraat, got {policy}"
+            )))
+        }
+    };
+    let get = |k: &str| -> PyResult<f64> {
+        params.get(k).copied().ok_or_else(|| PyValueError::new_err(format!("params: missing {k}")))
+    };
+    let capv = as_f64(cap);
+    let nl = capv.len();
+    if width == 0 || plinks.len() % (8 * width) != 0 {
+        return Err(PyValueError::new_err("plinks: expected n_paths x width int64"));
+    }
+    let pl: Vec<u32> = as_i64(plinks)
+        .into_iter()
+        .map(|x| if x < 0 || x as usize >= nl { u32::MAX } else { x as u32 })
+        .collect();
+    let n_paths = pl.len() / width;
+    let size = as_f64(&flows.4);
+    let u_w = as_f64(&units.2);
+    let nu = u_w.len();
+    let c_rank_v = as_i64(c_rank);
+    let nc = c_rank_v.len();
+    let g_arrival = as_f64(&groups.0);
+    let ng = g_arrival.len();
+    let par_ptr: Vec<usize> = as_i64(&groups.2).into_iter().map(|x| x.max(0) as usize).collect();
+    let g_par = as_u32(&groups.3, "group parents", ng)?;
+    if par_ptr.len() != ng + 1 || par_ptr[ng] != g_par.len() {
+        return Err(PyValueError::new_err("group parents: bad CSR pointer"));
+    }
+    let inp = fabric::Input {
+        cap: capv,
+        plinks: pl,
+        width,
+        f_path: as_u32(&flows.0, "flow path", n_paths)?,
+        f_unit: as_u32(&flows.1, "flow unit", nu)?,
+        f_cof: as_u32(&flows.2, "flow coflow", nc)?,
+        f_group: as_u32(&flows.3, "flow group", ng)?,
+        f_size: size,
+        u_cof: as_u32(&units.0, "unit coflow", nc)?,
+        u_group: as_u32(&units.1, "unit group", ng)?,
+        u_w,
+        c_rank: as_u32(c_rank, "coflow rank", nc.max(1))?,
+        g_arrival,
+        g_deps: as_u32(&groups.1, "group deps", usize::MAX >> 1)?,
+        g_par_ptr: par_ptr,
+        g_par,
+    };
+    let nf = inp.f_size.len();
+    if inp.f_path.len() != nf || inp.f_unit.len() != nf || inp.f_cof.len() != nf
+        || inp.f_group.len() != nf || inp.u_cof.len() != nu || inp.u_group.len() != nu
+        || inp.g_deps.len() != ng
+    {
+        return Err(PyValueError::new_err("flow / unit / group arrays: unequal lengths"));
+    }
+    if tau.is_empty() {
+        return Err(PyValueError::new_err("tau: expected at least one queue"));
+    }
+    let par = fabric::Params {
+        tau,
+        alpha: get("alpha")?,
+        beta: get("beta")?,
+        starve_s: get("starve_s")?,
+        relay: get("relay")? != 0.0,
+        heavy: get("heavy")?,
+    };
+    let out = py.allow_threads(|| {
+        let mut sim = fabric::Sim::new(inp, pol, par);
+        sim.run().map(|_| (sim.finish, sim.events))
+    });
+    let (finish, events) = out.map_err(PyValueError::new_err)?;
+    let bytes: Vec<u8> = finish.iter().flat_map(|x| x.to_ne_bytes()).collect();
+    Ok((PyBytes::new_bound(py, &bytes), events))
+}
+
 #[pymodule]
 fn streamband_coflow_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bigswitch_run, m)?)?;
+    m.add_function(wrap_pyfunction!(fabric_run, m)?)?;
     Ok(())
 }

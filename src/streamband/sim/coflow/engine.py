@@ -28,6 +28,21 @@ class SimulationError(RuntimeError):
     """The run cannot go on (e.g. active flows that no event will ever serve)."""
 
 
+def path_table(wl: Workload, fabric: Fabric) -> tuple[np.ndarray, np.ndarray]:
+    """(path id per flow, link ids per path): flows that cross the same links share a
+    max-min rate. On the big switch a path is the port pair."""
+    if fabric.topology is None:
+        key = wl.src * fabric.n_hosts + wl.dst
+        ukey, pid = np.unique(key, return_inverse=True)
+        links = fabric.paths(ukey // fabric.n_hosts, ukey % fabric.n_hosts, ukey)
+        return pid.astype(np.int64).ravel(), links
+    links = fabric.paths(wl.src, wl.dst, np.arange(wl.n_flows))
+    rows = np.ascontiguousarray(links).view(np.dtype((np.void, links.dtype.itemsize
+                                                       * links.shape[1])))
+    _, first, pid = np.unique(rows.ravel(), return_index=True, return_inverse=True)
+    return pid.astype(np.int64).ravel(), links[first]
+
+
 class Scheduler:
     """Base class: per-flow max-min fair sharing in one queue. Override :meth:`rates`
     (or :meth:`levels`) and the hooks; keep all state in numpy arrays."""
@@ -82,18 +97,7 @@ class Simulation:
         self.wl, self.fabric, self.sched = wl, fabric, scheduler
         self.cap = fabric.cap_bps / 8.0  # bytes/s
         F = wl.n_flows
-        # path ids: flows that cross the same links share a max-min rate
-        if fabric.topology is None:  # big switch: the path is the port pair
-            key = wl.src * fabric.n_hosts + wl.dst
-            ukey, self.pid = np.unique(key, return_inverse=True)
-            self.path_links = fabric.paths(ukey // fabric.n_hosts, ukey % fabric.n_hosts, ukey)
-        else:
-            links = fabric.paths(wl.src, wl.dst, np.arange(F))
-            rows = np.ascontiguousarray(links).view(np.dtype((np.void, links.dtype.itemsize
-                                                               * links.shape[1])))
-            _, first, self.pid = np.unique(rows.ravel(), return_index=True, return_inverse=True)
-            self.path_links = links[first]
-        self.pid = self.pid.astype(np.int64).ravel()
+        self.pid, self.path_links = path_table(wl, fabric)
         self.n_paths = len(self.path_links)
         self.rem = wl.size.astype(float).copy()
         self.tol = 1e-9 * wl.size + 1e-3

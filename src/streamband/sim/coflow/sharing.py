@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
+#: Residual capacity below this (bytes/s) counts as none, in both engines, so a
+#: float residue of a full link never gives a lower level a meaningless trickle.
+SNAP = 1e-3
+
 
 def water_fill(links: np.ndarray, weight: np.ndarray, resid: np.ndarray) -> np.ndarray:
     """Max-min fair rate per flow of every group (progressive filling, 004 "FS").
@@ -39,7 +43,7 @@ def water_fill(links: np.ndarray, weight: np.ndarray, resid: np.ndarray) -> np.n
         rate[live[fr]] = m
         resid -= np.bincount(lk[fr].ravel(), weights=w.reshape(-1, w_)[fr].ravel(),
                              minlength=L1) * m
-        np.maximum(resid, 0.0, out=resid)
+        resid[resid < SNAP] = 0.0
         resid[-1] = np.inf
         live = live[~fr]
     return rate

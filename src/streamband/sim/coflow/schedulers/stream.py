@@ -52,13 +52,16 @@ class Stream(Scheduler):
         self.cof_bytes = np.zeros(C)
         self.cp = np.zeros(G)
         self.group_bytes = np.bincount(wl.group, weights=wl.size, minlength=G)
-        m = wl.unit_subid.astype(float)
-        self.W = np.where(m > 1, self.alpha * np.log(m + 1), 1.0)
-        self.W = np.maximum(self.W, 1e-9)
+        self.W = self.unit_weights(wl)
         self.r_u = np.zeros(U)
         self.has_active = np.zeros(U, bool)
         self.starve_since = np.full(U, np.nan)
         self.hold_until = np.full(U, -np.inf)
+
+    def unit_weights(self, wl) -> np.ndarray:
+        """Weighted-Priority (eq. 4): W = alpha log(m + 1) for sub-coflow id m > 1."""
+        m = wl.unit_subid.astype(float)
+        return np.maximum(np.where(m > 1, self.alpha * np.log(m + 1), 1.0), 1e-9)
 
     # -- what the receiver has seen --------------------------------------------
     def on_release(self, flows: np.ndarray, t: float) -> None:
