@@ -97,6 +97,33 @@ def test_meters_stats_and_lease(cleanup):
         assert res["end"]["sum_received"]["bits_per_second"] > 12e6  # fail-open: plain TCP
 
 
+def test_controller_crash_and_restart_keep_the_network_usable(cleanup):
+    spec = load_spec(SMALL)
+    with Testbed(spec) as tb:
+        client = ControllerClient(spec.api)
+        client.wait_ready(1)
+        tb.popen("w2", ["iperf3", "-s", "-p", "5201"], stdout=subprocess.DEVNULL)
+        time.sleep(0.5)
+        flow = {"src_ip": tb.ip("w1"), "dst_ip": tb.ip("w2"), "dst_port": 5201}
+        assert client.put_meters([{"flow": flow, "rate_bps": 5e6}], lease_s=120.0)[
+            "installed"] == 1
+        assert tb.controller is not None
+        tb.controller.kill()  # the controller crashes (secure fail mode: rules stay)
+        tb.controller.wait(10)
+
+        def goodput() -> float:
+            out = tb.node("w1").cmd(f"iperf3 -c {tb.ip('w2')} -p 5201 -t 2 -J")
+            return json.loads(out)["end"]["sum_received"]["bits_per_second"]
+
+        assert "0% packet loss" in tb.node("w1").cmd(f"ping -c 2 -W 1 {tb.ip('w2')}")
+        assert 0.7 * 5e6 < goodput() < 1.15 * 5e6  # still forwarding, meter still on
+        tb.restart_controller()
+        client = ControllerClient(spec.api)
+        client.wait_ready(1)
+        assert client.meters() == []  # no lease for the old meter: it is gone
+        assert goodput() > 12e6  # plain TCP sharing again
+
+
 def test_api_rejects_bad_requests(cleanup):
     spec = load_spec(SMALL)
     with Testbed(spec):

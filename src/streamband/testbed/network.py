@@ -121,6 +121,17 @@ class Testbed:
             stdout=log, stderr=subprocess.STDOUT, env=marked_env(), start_new_session=True,
         )
 
+    def restart_controller(self) -> None:
+        """Kill the controller (SIGKILL, as a crash) and start a new one; the switches
+        reconnect and the new controller drops every meter it holds no lease for."""
+        if self.controller is not None:
+            self.controller.kill()
+            self.controller.wait(10)
+        self._start_controller()
+        self._wait_connected()
+        self._register_hosts()
+        write_state(self.state())
+
     def _start_net(self) -> None:
         mn = _mininet()
         from mininet.link import TCLink
