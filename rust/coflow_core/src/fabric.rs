@@ -70,13 +70,9 @@ pub struct Input {
     pub g_par: Vec<u32>,
 }
 
+/// Cold part of a bucket (the hot fields live in `Sim`'s parallel arrays `b_*`).
 struct Bucket {
-    owner: u32,
-    path: u32,
-    count: f64,
-    service: f64,
-    sprev: f64,
-    rate: f64,
+    sub: u32,
     in_list: bool,
     heap: BinaryHeap<Reverse<Key>>,
 }
@@ -88,8 +84,20 @@ pub struct Sim {
     k: usize,
     // buckets
     bk: Vec<Bucket>,
+    b_owner: Vec<u32>,
+    b_path: Vec<u32>,
+    b_count: Vec<f64>,
+    b_service: Vec<f64>,
+    b_sprev: Vec<f64>,
+    b_rate: Vec<f64>,
+    b_top: Vec<f64>, // smallest threshold (inf if empty)
     bmap: HashMap<u64, u32>,
-    owner_b: Vec<Vec<u32>>,
+    owner_s: Vec<Vec<u32>>, // per owner: its sub-lists
+    sub_b: Vec<Vec<u32>>,   // per sub-list: buckets (owner, path) ending at one link
+    sub_link: Vec<u32>,
+    sub_cnt: Vec<u32>,
+    smap: HashMap<u64, u32>,
+    path_last: Vec<u32>,
     owner_cnt: Vec<u32>,
     act_o: Vec<u32>,
     o_pos: Vec<u32>,
@@ -176,13 +184,31 @@ impl Sim {
             c_left[inp.f_cof[f] as usize] += 1;
         }
         let k = par.tau.len();
+        let w = inp.width;
+        let path_last: Vec<u32> = inp
+            .plinks
+            .chunks(w)
+            .map(|r| r.iter().rev().copied().find(|&l| l != NONE).unwrap_or(NONE))
+            .collect();
         Sim {
             g_deps_left: inp.g_deps.clone(),
             pol,
             k,
             bk: Vec::new(),
+            b_owner: Vec::new(),
+            b_path: Vec::new(),
+            b_count: Vec::new(),
+            b_service: Vec::new(),
+            b_sprev: Vec::new(),
+            b_rate: Vec::new(),
+            b_top: Vec::new(),
             bmap: HashMap::new(),
-            owner_b: vec![Vec::new(); n_owner],
+            owner_s: vec![Vec::new(); n_owner],
+            sub_b: Vec::new(),
+            sub_link: Vec::new(),
+            sub_cnt: Vec::new(),
+            smap: HashMap::new(),
+            path_last,
             owner_cnt: vec![0; n_owner],
             act_o: Vec::new(),
             o_pos: vec![NONE; n_owner],
@@ -268,26 +294,41 @@ impl Sim {
                 Some(&b) => b as usize,
                 None => {
                     let b = self.bk.len();
-                    self.bk.push(Bucket {
-                        owner: o as u32,
-                        path: p,
-                        count: 0.0,
-                        service: 0.0,
-                        sprev: 0.0,
-                        rate: 0.0,
-                        in_list: false,
-                        heap: BinaryHeap::new(),
-                    });
+                    let last = self.path_last[p as usize];
+                    let skey = o as u64 * (u32::MAX as u64 + 1) + last as u64;
+                    let sub = match self.smap.get(&skey) {
+                        Some(&s) => s,
+                        None => {
+                            let s = self.sub_b.len() as u32;
+                            self.sub_b.push(Vec::new());
+                            self.sub_link.push(last);
+                            self.sub_cnt.push(0);
+                            self.smap.insert(skey, s);
+                            self.owner_s[o].push(s);
+                            s
+                        }
+                    };
+                    self.bk.push(Bucket { sub, in_list: false, heap: BinaryHeap::new() });
+                    self.b_owner.push(o as u32);
+                    self.b_path.push(p);
+                    self.b_count.push(0.0);
+                    self.b_service.push(0.0);
+                    self.b_sprev.push(0.0);
+                    self.b_rate.push(0.0);
+                    self.b_top.push(f64::INFINITY);
                     self.bmap.insert(key, b as u32);
                     b
                 }
             };
+            let thr = self.b_service[b] + size;
             let bb = &mut self.bk[b];
-            bb.heap.push(Reverse(Key(bb.service + size, f as u32)));
-            bb.count += 1.0;
+            bb.heap.push(Reverse(Key(thr, f as u32)));
+            self.b_top[b] = bb.heap.peek().unwrap().0 .0;
+            self.b_count[b] += 1.0;
+            self.sub_cnt[bb.sub as usize] += 1;
             if !bb.in_list {
                 bb.in_list = true;
-                self.owner_b[o].push(b as u32);
+                self.sub_b[bb.sub as usize].push(b as u32);
             }
             if self.owner_cnt[o] == 0 {
                 self.o_pos[o] = self.act_o.len() as u32;
@@ -433,7 +474,7 @@ impl Sim {
                 let mut out = Vec::with_capacity(v.len());
                 for &(_, o) in &v {
                     out.push((lv, o));
-                    if self.sent[o as usize] < self.par.heavy {
+                    if self.sent[o as usize] * (1.0 + 1e-12) < self.par.heavy {
                         lv += 1;
                     }
                 }
@@ -457,17 +498,30 @@ impl Sim {
             let first = self.live.len();
             while i < ol.len() && ol[i].0 == lv {
                 let o = ol[i].1 as usize;
-                let mut list = std::mem::take(&mut self.owner_b[o]);
-                list.retain(|&b| {
-                    let keep = self.bk[b as usize].count > 0.5;
-                    if !keep {
-                        self.bk[b as usize].in_list = false;
-                        self.bk[b as usize].rate = 0.0;
+                // a sub-list whose last link is already full gets nothing: its
+                // buckets stay out of `live` (rate 0) without being touched
+                let fs_static = self.pol == Policy::FsStatic;
+                for si in 0..self.owner_s[o].len() {
+                    let sb = self.owner_s[o][si] as usize;
+                    if self.sub_cnt[sb] == 0 {
+                        continue;
                     }
-                    keep
-                });
-                self.live.extend_from_slice(&list);
-                self.owner_b[o] = list;
+                    let ll = self.sub_link[sb];
+                    if !fs_static && ll != NONE && self.resid[ll as usize] <= 0.0 {
+                        continue;
+                    }
+                    let mut list = std::mem::take(&mut self.sub_b[sb]);
+                    list.retain(|&b| {
+                        let keep = self.b_count[b as usize] > 0.5;
+                        if !keep {
+                            self.bk[b as usize].in_list = false;
+                            self.b_rate[b as usize] = 0.0;
+                        }
+                        keep
+                    });
+                    self.live.extend_from_slice(&list);
+                    self.sub_b[sb] = list;
+                }
                 i += 1;
             }
             if self.pol == Policy::FsStatic {
@@ -483,15 +537,15 @@ impl Sim {
             self.r_o[o as usize] = 0.0;
         }
         for &b in &self.live {
-            let bb = &self.bk[b as usize];
-            self.r_o[bb.owner as usize] += bb.rate * bb.count;
+            let b = b as usize;
+            self.r_o[self.b_owner[b] as usize] += self.b_rate[b] * self.b_count[b];
         }
     }
 
     fn static_share(&mut self) {
         for idx in 0..self.live.len() {
             let b = self.live[idx] as usize;
-            let (p, c) = (self.bk[b].path, self.bk[b].count);
+            let (p, c) = (self.b_path[b], self.b_count[b]);
             let w = self.inp.width;
             for j in 0..w {
                 let l = self.inp.plinks[p as usize * w + j];
@@ -503,16 +557,16 @@ impl Sim {
         for idx in 0..self.live.len() {
             let b = self.live[idx] as usize;
             let mut r = f64::INFINITY;
-            for &l in self.links(self.bk[b].path) {
+            for &l in self.links(self.b_path[b]) {
                 if l != NONE {
                     r = r.min(self.inp.cap[l as usize] / self.wsum[l as usize]);
                 }
             }
-            self.bk[b].rate = r;
+            self.b_rate[b] = r;
         }
         for idx in 0..self.live.len() {
             let b = self.live[idx] as usize;
-            let p = self.bk[b].path;
+            let p = self.b_path[b];
             let w = self.inp.width;
             for j in 0..w {
                 let l = self.inp.plinks[p as usize * w + j];
@@ -529,13 +583,13 @@ impl Sim {
         self.cand.clear();
         for idx in first..self.live.len() {
             let b = self.live[idx] as usize;
-            let p = self.bk[b].path as usize;
+            let p = self.b_path[b] as usize;
             let ls = &self.inp.plinks[p * w..p * w + w];
             if ls.iter().any(|&l| l != NONE && self.resid[l as usize] <= 0.0) {
-                self.bk[b].rate = 0.0;
+                self.b_rate[b] = 0.0;
                 continue;
             }
-            let c = self.bk[b].count;
+            let c = self.b_count[b];
             for &l in ls {
                 if l == NONE {
                     continue;
@@ -564,7 +618,7 @@ impl Sim {
         }
         for ci in 0..self.cand.len() {
             let b = self.cand[ci];
-            let p = self.bk[b as usize].path as usize;
+            let p = self.b_path[b as usize] as usize;
             self.fixed[b as usize] = false;
             for j in 0..w {
                 let l = self.inp.plinks[p * w + j];
@@ -618,9 +672,9 @@ impl Sim {
                         continue;
                     }
                     self.fixed[b] = true;
-                    self.bk[b].rate = m;
-                    let c = self.bk[b].count;
-                    let p = self.bk[b].path as usize;
+                    self.b_rate[b] = m;
+                    let c = self.b_count[b];
+                    let p = self.b_path[b] as usize;
                     for j in 0..w {
                         let l3 = self.inp.plinks[p * w + j];
                         if l3 != NONE {
@@ -713,7 +767,7 @@ impl Sim {
                 for &o in &self.act_o {
                     let c = o as usize;
                     let r = self.r_o[c];
-                    if !(r > 0.0) || self.sent[c] >= self.par.heavy {
+                    if !(r > 0.0) || self.sent[c] * (1.0 + 1e-12) >= self.par.heavy {
                         continue;
                     }
                     let tc = t + (self.par.heavy - self.sent[c]) / r;
@@ -772,13 +826,12 @@ impl Sim {
             let t_s = self.next_sched_event(t);
             let mut dt_f = f64::INFINITY;
             for &b in &self.live {
-                let bb = &self.bk[b as usize];
-                if bb.rate > 0.0 {
-                    if let Some(&Reverse(Key(thr, _))) = bb.heap.peek() {
-                        let d = (thr - bb.service) / bb.rate;
-                        if d < dt_f {
-                            dt_f = d;
-                        }
+                let b = b as usize;
+                let r = self.b_rate[b];
+                if r > 0.0 {
+                    let d = (self.b_top[b] - self.b_service[b]) / r;
+                    if d < dt_f {
+                        dt_f = d;
                     }
                 }
             }
@@ -792,9 +845,12 @@ impl Sim {
             }
             let dt = t_next - t;
             for &b in &self.live {
-                let bb = &mut self.bk[b as usize];
-                bb.sprev = bb.service;
-                bb.service += bb.rate * dt;
+                let b = b as usize;
+                let r = self.b_rate[b];
+                if r > 0.0 {
+                    self.b_sprev[b] = self.b_service[b];
+                    self.b_service[b] += r * dt;
+                }
             }
             match self.pol {
                 Policy::Stream => {
@@ -818,19 +874,25 @@ impl Sim {
             let lim_dt = dt * (1.0 + 1e-12);
             for li in 0..self.live.len() {
                 let b = self.live[li] as usize;
+                let r = self.b_rate[b];
+                if !(r > 0.0) {
+                    continue; // no service since the last check
+                }
                 loop {
-                    let (thr, f) = match self.bk[b].heap.peek() {
-                        Some(&Reverse(Key(thr, f))) => (thr, f),
-                        None => break,
-                    };
-                    let bb = &self.bk[b];
-                    let gap = thr - bb.service;
-                    let tf = if bb.rate > 0.0 { (thr - bb.sprev) / bb.rate } else { f64::INFINITY };
+                    let thr = self.b_top[b];
+                    if !thr.is_finite() {
+                        break;
+                    }
+                    let gap = thr - self.b_service[b];
+                    let tf = (thr - self.b_sprev[b]) / r;
+                    let f = self.bk[b].heap.peek().unwrap().0 .1;
                     if gap <= self.tol(f) || tf <= lim_dt {
-                        let o = bb.owner as usize;
-                        self.bk[b].heap.pop();
-                        self.bk[b].count -= 1.0;
-                        self.drop_owner_flow(o);
+                        let heap = &mut self.bk[b].heap;
+                        heap.pop();
+                        self.b_top[b] = heap.peek().map_or(f64::INFINITY, |k| k.0 .0);
+                        self.b_count[b] -= 1.0;
+                        self.sub_cnt[self.bk[b].sub as usize] -= 1;
+                        self.drop_owner_flow(self.b_owner[b] as usize);
                         fin.push(f);
                     } else {
                         break;

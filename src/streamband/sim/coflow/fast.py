@@ -18,12 +18,11 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import streamband_coflow_core as _core  # built by `pip install ./rust/coflow_core`
 
 from streamband.model.fabric import Fabric
 from streamband.sim.coflow.engine import Result, Scheduler, path_table
 from streamband.sim.coflow.workloads import Workload
-
-import streamband_coflow_core as _core  # built by `pip install ./rust/coflow_core`
 
 POLICIES = ("fs", "fs-static")
 FABRIC_POLICIES = ("fs", "fs-static", "stream", "aalo", "baraat")

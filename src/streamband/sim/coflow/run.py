@@ -68,11 +68,15 @@ class Run:
 
 def simulate(wl: Workload, policy: str, topology: str = "bigswitch", link_gbps: float = 1.0,
              queues: int = 4, progress=None, use_fast: bool = True) -> Run:
-    """Run ``policy`` on ``wl``; fs / fs-static on the big switch use the compiled loop."""
+    """Run ``policy`` on ``wl``. With ``use_fast`` every policy but ``varys`` runs in
+    the compiled loops (fs / fs-static on the big switch in the port-pair loop, the
+    rest in the general one); ``use_fast=False`` runs the Python reference engine."""
     sched = make(policy, queues)
     wl2, fab = build_fabric(wl, topology, link_gbps)
     if use_fast and topology == "bigswitch" and fast.supports(wl2, policy):
         res = fast.run_bigswitch(wl2, link_gbps * GBIT, policy)
+    elif use_fast and policy in fast.FABRIC_POLICIES:
+        res = fast.run_fabric(wl2, fab, sched)
     else:
         res = Simulation(wl2, fab, sched).run(progress)
     return Run(policy, topology, wl2, res)

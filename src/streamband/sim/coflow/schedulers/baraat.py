@@ -28,12 +28,17 @@ class Baraat(Scheduler):
         self.sent += np.bincount(self.sim.wl.coflow[act], weights=rates * dt,
                                  minlength=len(self.sent))
 
+    def _heavy(self, sent: np.ndarray) -> np.ndarray:
+        """Heavy once past the threshold (1e-12 relative slack, so a crossing event that
+        lands a rounding error short still counts)."""
+        return sent * (1 + 1e-12) >= self.heavy_bytes
+
     def levels(self, act, t) -> np.ndarray:
         c = self.sim.wl.coflow[act]
         present = np.zeros(len(self.sent), bool)
         present[c] = True
         fifo = self.order[present[self.order]]
-        heavy = self.sent[fifo] >= self.heavy_bytes
+        heavy = self._heavy(self.sent[fifo])
         # a heavy coflow lets the next one share its level (limited multiplexing)
         lv_fifo = np.concatenate([[0], np.cumsum(~heavy[:-1])])
         lv = np.zeros(len(self.sent), np.int64)
@@ -46,7 +51,7 @@ class Baraat(Scheduler):
         return r
 
     def next_event(self, t: float) -> float:
-        live = (self.r_c > 0) & (self.sent < self.heavy_bytes)
+        live = (self.r_c > 0) & ~self._heavy(self.sent)
         if not live.any():
             return np.inf
         tc = t + (self.heavy_bytes - self.sent[live]) / self.r_c[live]
