@@ -25,11 +25,13 @@ from streamband.papers import (
 )
 from streamband.runner import Done, execute, write_outputs
 from streamband.sdn.cli import controller
+from streamband.sim.coflow.cli import app as coflow_app
 from streamband.spec import ExperimentSpec, PlacementSpec, SpecError, builtin_spec, load_spec
 from streamband.testbed.cli import app as testbed_app
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="Application-aware bandwidth management for stream analytics.")
+app.add_typer(coflow_app, name="coflow")
 app.add_typer(locality_app, name="locality")
 app.add_typer(testbed_app, name="testbed")
 app.command("controller")(controller)
@@ -47,6 +49,7 @@ class Bench(StrEnum):
     paper_000 = "paper-000"
     paper_001 = "paper-001"
     paper_003 = "paper-003"
+    paper_004 = "paper-004"
     joint = "joint"
 
 
@@ -109,6 +112,10 @@ def bench(
             _bench_001_testbed(out, seconds)
         elif name in SIM_BENCHES:
             _bench_sim(SIM_BENCHES[name], out)
+        elif name is Bench.paper_004:
+            from streamband.sim.coflow.bench import run as coflow_bench
+
+            coflow_bench(out)
         else:
             from streamband.locality.bench import run as locality_bench
 
