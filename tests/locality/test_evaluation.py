@@ -89,3 +89,14 @@ def test_flights_imbalance_windows(flights_run) -> None:
     assert r.imbalance_after_reconfig == win["online"]["period"]
     # locality-aware tables balance the destinations far better than hashing them
     assert max(win["online"]["period"][i] for i in full) < min(win["hash"]["period"])
+
+
+def test_fluid_simulator_agrees_with_the_max_min_steady_state():
+    from streamband.locality.evaluation import synthetic_point
+    from streamband.locality.throughput import maxmin_network
+
+    sim = synthetic_point(4, 0.6, 12288, 1e9).throughput_tps
+    ana = synthetic_point(4, 0.6, 12288, 1e9, network=maxmin_network).throughput_tps
+    for key in ("hash", "locality_aware", "worst_case"):
+        assert sim[key] == pytest.approx(ana[key], rel=0.01)
+    assert sim["locality_aware"] > 3 * sim["hash"]

@@ -35,7 +35,7 @@ console = Console()
 def _group() -> None:
     """Locality-aware key routing (paper 003)."""
 
-MODEL = ("analytic steady state: max-min shares (streamband.alloc.maxmin) of a star's "
+MODEL = ("the fluid simulator (streamband.sim.fluid, TCP max-min sharing) on a star's "
          "up/downlinks + per-instance CPU model (streamband.locality.throughput)")
 
 

@@ -21,7 +21,7 @@ from streamband.locality.throughput import (
     NetworkModel,
     ThroughputResult,
     chain_throughput,
-    maxmin_network,
+    fluid_network,
 )
 from streamband.locality.workloads import Flights, Synthetic, synthetic
 
@@ -75,7 +75,7 @@ def synthetic_routes(w: Synthetic, policy: str) -> tuple[np.ndarray, np.ndarray,
 
 def synthetic_point(n: int, locality: float, padding: int, bw_bps: float,
                     tuples: int = 100_000, seed: int = 0,
-                    network: NetworkModel = maxmin_network) -> SynPoint:
+                    network: NetworkModel = fluid_network) -> SynPoint:
     w = synthetic(n, locality, tuples, seed=seed)
     loc, thr, lim = {}, {}, {}
     for p in POLICIES_SYN:
@@ -279,5 +279,5 @@ def locality_vs_edges(f: Flights, ns: tuple[int, ...] = (2, 4, 6),
 
 
 def throughput_point(n: int, locality: float, padding: int, bw_bps: float,
-                     network: NetworkModel = maxmin_network) -> dict[str, float]:
+                     network: NetworkModel = fluid_network) -> dict[str, float]:
     return synthetic_point(n, locality, padding, bw_bps, network=network).throughput_tps

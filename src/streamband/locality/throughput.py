@@ -18,7 +18,8 @@ Throughput is the source rate the slowest resource allows:
   (back-pressure), so T = T0 * min over flows of rate / demand.
 
 ``network`` is the swappable part: any function (FlowMap, demand bit/s) -> rate
-bit/s, e.g. a fluid simulator later.
+bit/s; the default runs the fluid simulator (``fluid_network``), ``maxmin_network``
+is its analytic steady state.
 """
 
 from __future__ import annotations
@@ -41,6 +42,31 @@ HEADER_BYTES = 64  # two integer fields and the engine's framing, padding comes 
 def maxmin_network(fm: FlowMap, demand_bps: np.ndarray) -> np.ndarray:
     """Analytic steady state: max-min fair shares of the link capacities."""
     return maxmin_rates(fm.routing, fm.topo.capacities, demand_bps)
+
+
+def fluid_network(fm: FlowMap, demand_bps: np.ndarray, duration_s: float = 20.0
+                  ) -> np.ndarray:
+    """The fluid simulator (``streamband.sim.fluid``) under TCP sharing: the sources
+    emit at the rate behind ``demand_bps`` and every flow's mean rate after a warm-up
+    is measured (bit/s). For this chain (no joins) it agrees with the max-min steady
+    state of :func:`maxmin_network`; it is the simulator's measurement."""
+    from streamband.sim.fluid import SimConfig, simulate
+
+    nominal = fm.nominal_rates() * np.array([f.tuple_bytes for f in fm.flows]) * 8.0
+    factor = float(demand_bps.sum() / nominal.sum()) if nominal.sum() > 0 else 0.0
+    app = fm.app.model_copy(deep=True)
+    for op in app.operators:
+        if op.kind == "source":
+            op.rate_tps = (op.rate_tps or 0.0) * factor
+    shares: dict[int, np.ndarray] = {}
+    for f in fm.flows:
+        m = shares.setdefault(f.edge, np.zeros((app.op(app.edges[f.edge].src).parallelism,
+                                                 app.op(app.edges[f.edge].dst).parallelism)))
+        m[_idx(f.src), _idx(f.dst)] = f.share
+    sim_fm = FlowMap(app, fm.topo, fm.placement, shares=shares)
+    res = simulate(sim_fm, "tcp", SimConfig(duration_s=duration_s, warmup_s=duration_s / 2))
+    keep = res.sample_times > duration_s / 2
+    return res.flow_rates_mbps[keep].mean(axis=0) * 1e6
 
 
 @dataclass(frozen=True)
@@ -79,7 +105,7 @@ def chain_throughput(
     padding_bytes: float,
     bw_bps: float,
     cpu: CpuModel | None = None,
-    network: NetworkModel = maxmin_network,
+    network: NetworkModel = fluid_network,
 ) -> ThroughputResult:
     """Throughput of S -> A -> B given the traffic matrices of both keyed edges.
 
