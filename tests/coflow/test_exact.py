@@ -9,6 +9,7 @@ from conftest import make_workload
 from streamband.model.fabric import big_switch
 from streamband.sim.coflow import fast
 from streamband.sim.coflow.engine import Simulation
+from streamband.sim.coflow.schedulers.aalo import Aalo
 from streamband.sim.coflow.schedulers.fs import FairSharing
 from streamband.sim.coflow.schedulers.fs_static import StaticFairSharing
 from streamband.sim.coflow.schedulers.stream import Stream
@@ -98,4 +99,18 @@ def test_compiled_starvation_guard_matches_by_hand():
     wl = make_workload([(0, 0, 1, 40 * MIB), (1, 0, 1, 9 * MIB)], [0.0, 0.1], 2)
     r = fast.run_fabric(wl, big_switch(2, G), Stream(queues=2, alpha=0.0, starve_s=0.05))
     assert r.flow_finish[1] == pytest.approx(0.15 + 2.6 / 64, rel=1e-9)
+    assert r.flow_finish[0] == pytest.approx(49 / 128, rel=1e-9)
+
+
+@pytest.mark.parametrize("engine", ["python", "compiled"])
+def test_aalo_weighted_sharing_between_queues_by_hand(engine):
+    """D-CLAS (Aalo §4, 004's baseline): queues share by weight (K - q), not strictly.
+    A (40 MiB) is in queue 1 after 10 MiB; B (9 MiB, t=0.1) in queue 0 gets 2/3 of the
+    port, A keeps 1/3 instead of starving; the port stays full."""
+    wl = make_workload([(0, 0, 1, 40 * MIB), (1, 0, 1, 9 * MIB)], [0.0, 0.1], 2)
+    fab = big_switch(2, G)
+    run = (Simulation(wl, fab, Aalo(queues=2)).run if engine == "python"
+           else lambda: fast.run_fabric(wl, fab, Aalo(queues=2)))
+    r = run()
+    assert r.flow_finish[1] == pytest.approx(0.1 + 27 / 256, rel=1e-9)
     assert r.flow_finish[0] == pytest.approx(49 / 128, rel=1e-9)

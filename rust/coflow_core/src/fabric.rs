@@ -140,6 +140,10 @@ pub struct Sim {
     adj: Vec<u32>,
     cand: Vec<u32>,
     fixed: Vec<bool>,
+    // aalo's weighted sharing between queues (scratch)
+    qmask: Vec<u32>,
+    used: Vec<f64>,
+    rate1: Vec<f64>,
     lheap: BinaryHeap<Reverse<Key>>,
     bott: Vec<u32>,
 }
@@ -245,6 +249,9 @@ impl Sim {
             adj: Vec::new(),
             cand: Vec::new(),
             fixed: Vec::new(),
+            qmask: vec![0; nl],
+            used: vec![0.0; nl],
+            rate1: Vec::new(),
             lheap: BinaryHeap::new(),
             bott: Vec::new(),
             par,
@@ -489,6 +496,10 @@ impl Sim {
     /// Strict priority between levels, max-min inside (progressive filling with the
     /// Python engine's 1e-9 bottleneck tie rule). Fills `live` and bucket rates.
     fn fill(&mut self) {
+        if self.pol == Policy::Aalo {
+            self.fill_aalo();
+            return;
+        }
         let ol = self.levels();
         self.live.clear();
         self.resid.copy_from_slice(&self.inp.cap);
@@ -527,12 +538,133 @@ impl Sim {
             if self.pol == Policy::FsStatic {
                 continue;
             }
-            self.water_fill(first);
+            let end = self.live.len();
+            self.water_fill(first, end);
         }
         if self.pol == Policy::FsStatic {
             self.static_share();
         }
         // per-owner rates
+        for &o in &self.act_o {
+            self.r_o[o as usize] = 0.0;
+        }
+        for &b in &self.live {
+            let b = b as usize;
+            self.r_o[self.b_owner[b] as usize] += self.b_rate[b] * self.b_count[b];
+        }
+    }
+
+    /// D-CLAS (Aalo §4, as 004 §IV-B compares it): K queues by coflow bytes sent, FIFO
+    /// (strict by arrival rank) inside a queue, *weighted* sharing between queues.
+    /// Pass 1: on every link each queue present gets `cap * w_q / sum(w present)`,
+    /// `w_q = K - q`, and fills its coflows FIFO inside that share. Pass 2 (work
+    /// conservation): what pass 1 left on each link is filled again in (queue, rank)
+    /// order. Mirrors `schedulers/aalo.py` `Aalo.rates`.
+    fn fill_aalo(&mut self) {
+        let ol = self.levels();
+        let nc = self.inp.c_rank.len() as u64;
+        let kk = self.k as u64;
+        self.live.clear();
+        // (start, end, queue) of every level's buckets in `live`
+        let mut spans: Vec<(usize, usize, usize)> = Vec::new();
+        let mut i = 0;
+        while i < ol.len() {
+            let lv = ol[i].0;
+            let first = self.live.len();
+            while i < ol.len() && ol[i].0 == lv {
+                let o = ol[i].1 as usize;
+                for si in 0..self.owner_s[o].len() {
+                    let sb = self.owner_s[o][si] as usize;
+                    if self.sub_cnt[sb] == 0 {
+                        continue;
+                    }
+                    let mut list = std::mem::take(&mut self.sub_b[sb]);
+                    list.retain(|&b| {
+                        let keep = self.b_count[b as usize] > 0.5;
+                        if !keep {
+                            self.bk[b as usize].in_list = false;
+                            self.b_rate[b as usize] = 0.0;
+                        }
+                        keep
+                    });
+                    self.live.extend_from_slice(&list);
+                    self.sub_b[sb] = list;
+                }
+                i += 1;
+            }
+            let q = (lv / nc).min(kk - 1) as usize;
+            spans.push((first, self.live.len(), q));
+        }
+        if self.rate1.len() < self.bk.len() {
+            self.rate1.resize(self.bk.len(), 0.0);
+        }
+        let w = self.inp.width;
+        let nl = self.inp.cap.len();
+        for l in 0..nl {
+            self.qmask[l] = 0;
+            self.used[l] = 0.0;
+        }
+        for &(s, e, q) in &spans {
+            for idx in s..e {
+                let p = self.b_path[self.live[idx] as usize] as usize;
+                for j in 0..w {
+                    let l = self.inp.plinks[p * w + j];
+                    if l != NONE {
+                        self.qmask[l as usize] |= 1 << q;
+                    }
+                }
+            }
+        }
+        let wq = |q: usize, k: usize| (k - q) as f64;
+        // pass 1: each queue inside its weighted share of every link
+        let mut si = 0;
+        while si < spans.len() {
+            let q = spans[si].2;
+            for l in 0..nl {
+                let m = self.qmask[l];
+                if m & (1 << q) == 0 {
+                    self.resid[l] = 0.0;
+                    continue;
+                }
+                let mut tot = 0.0;
+                for qq in 0..self.k {
+                    if m & (1 << qq) != 0 {
+                        tot += wq(qq, self.k);
+                    }
+                }
+                self.resid[l] = self.inp.cap[l] * wq(q, self.k) / tot;
+            }
+            while si < spans.len() && spans[si].2 == q {
+                let (s, e, _) = spans[si];
+                self.water_fill(s, e);
+                si += 1;
+            }
+        }
+        for idx in 0..self.live.len() {
+            let b = self.live[idx] as usize;
+            let r = self.b_rate[b];
+            self.rate1[b] = r;
+            let c = self.b_count[b];
+            let p = self.b_path[b] as usize;
+            for j in 0..w {
+                let l = self.inp.plinks[p * w + j];
+                if l != NONE {
+                    self.used[l as usize] += r * c;
+                }
+            }
+        }
+        // pass 2: the leftovers, strict (queue, rank) order
+        for l in 0..nl {
+            let r = self.inp.cap[l] - self.used[l];
+            self.resid[l] = if r < SNAP { 0.0 } else { r };
+        }
+        for &(s, e, _) in &spans {
+            self.water_fill(s, e);
+        }
+        for idx in 0..self.live.len() {
+            let b = self.live[idx] as usize;
+            self.b_rate[b] += self.rate1[b];
+        }
         for &o in &self.act_o {
             self.r_o[o as usize] = 0.0;
         }
@@ -577,11 +709,11 @@ impl Sim {
         }
     }
 
-    fn water_fill(&mut self, first: usize) {
+    fn water_fill(&mut self, first: usize, end: usize) {
         let w = self.inp.width;
         self.touched.clear();
         self.cand.clear();
-        for idx in first..self.live.len() {
+        for idx in first..end {
             let b = self.live[idx] as usize;
             let p = self.b_path[b] as usize;
             let ls = &self.inp.plinks[p * w..p * w + w];

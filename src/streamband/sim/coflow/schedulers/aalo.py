@@ -1,6 +1,15 @@
-"""``aalo``: D-CLAS (Aalo, SIGCOMM'15) as 004 §IV-B compares it: centralized,
-instantaneous coflow-level bytes sent, K strict-priority queues with exponentially
-spaced thresholds, FIFO (by coflow arrival) inside a queue."""
+"""``aalo``: D-CLAS (Aalo, SIGCOMM'15 §4) as 004 §IV-B compares it: centralized,
+instantaneous coflow-level bytes sent (no coordination delay), K = 4 queues with
+exponentially spaced thresholds (004 §III-D), FIFO (by coflow arrival) inside a queue,
+and *weighted sharing between queues* (not strict priority, so large coflows in the
+last queue are not starved): queue q has weight ``K - q``.
+
+Flow-level reading of the weighted sharing (the compiled rule in
+``rust/coflow_core/src/fabric.rs`` ``fill_aalo`` is the same): pass 1 gives every
+queue present on a link ``cap * w_q / sum(w of the queues present)`` of it and fills
+that queue's coflows FIFO (strict by arrival rank, max-min inside a coflow) within it;
+pass 2 fills what pass 1 left (bottlenecks elsewhere, absent queues) in (queue, rank)
+order, so the rule is work-conserving."""
 
 from __future__ import annotations
 
@@ -8,6 +17,7 @@ import numpy as np
 
 from streamband.sim.coflow.engine import Scheduler
 from streamband.sim.coflow.schedulers.thresholds import thresholds
+from streamband.sim.coflow.sharing import SNAP, priority_fill
 
 
 class Aalo(Scheduler):
@@ -39,8 +49,42 @@ class Aalo(Scheduler):
         _, dense = np.unique(lv, return_inverse=True)
         return dense
 
+    def weights(self) -> np.ndarray:
+        """Queue weights ``K - q`` (queue 0 the heaviest)."""
+        return (self.K - np.arange(self.K)).astype(float)
+
     def rates(self, act, t) -> np.ndarray:
-        r = super().rates(act, t)
+        sim = self.sim
+        c = sim.wl.coflow[act]
+        q = self.queue()[c]
+        lv = q * len(self.sent) + self.rank[c]
+        npth = sim.n_paths
+        key = lv * npth + sim.pid[act]
+        ukey, inv, cnt = np.unique(key, return_inverse=True, return_counts=True)
+        inv = inv.ravel()
+        w = cnt.astype(float)
+        g_lv = ukey // npth
+        g_q = g_lv // len(self.sent)
+        links = sim.path_links[ukey % npth]
+        L1 = len(sim.cap)
+        wq = self.weights()
+        present = np.zeros((self.K, L1), bool)
+        present[np.repeat(g_q, links.shape[1]), links.ravel()] = True
+        tot = wq @ present
+        rate1 = np.zeros(len(ukey))
+        for qq in np.unique(g_q):
+            sel = np.flatnonzero(g_q == qq)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                resid = np.where(present[qq], sim.cap * wq[qq] / tot, 0.0)
+            resid[-1] = np.inf
+            rate1[sel] = priority_fill(links[sel], w[sel], g_lv[sel], resid)
+        used = np.bincount(links.ravel(), weights=np.repeat(rate1 * w, links.shape[1]),
+                           minlength=L1)
+        resid = sim.cap - used
+        resid[resid < SNAP] = 0.0
+        resid[-1] = np.inf
+        g_rate = rate1 + priority_fill(links, w, g_lv, resid)
+        r = g_rate[inv]
         self.r_c = np.bincount(self.sim.wl.coflow[act], weights=r, minlength=len(self.sent))
         return r
 
