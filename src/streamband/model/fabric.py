@@ -3,8 +3,10 @@ flow x link path table (padded with one dummy link of infinite capacity).
 
 ``big_switch`` is the non-blocking fabric of 004 §II (only the ports' ingress and egress
 constrain); ``fat_tree_fabric`` wraps :func:`streamband.model.topology.fat_tree` with ECMP
-computed for many flows at once (one up-path choice per flow by a stable hash of its
-key, as :class:`streamband.model.routing.Router` does per switch, vectorised).
+computed for many flows at once (one up-path choice per key by a stable hash, as
+:class:`streamband.model.routing.Router` does per switch, vectorised). The coflow
+engines pass the host pair as the key (ECMP on the addresses, 004 §IV-B), so all flows
+between two hosts share one path and the path table stays at most hosts^2 long.
 """
 
 from __future__ import annotations
