@@ -2,11 +2,12 @@
 average CCT / stream's, 004 §IV-B), with results.json and report.html.
 
 Every run goes through the compiled loops (``fast``), two at a time (2 cores).
-Scale, to stay within 15 min on this machine: the *full* trace on the 1G big switch
-for the headline factors; every other scenario (fat-tree k=8 at 1G and 10G, k=16 at
-1G, per category, multi-wave, bursty, queues 2..7) on the first ``N_COFLOWS`` coflows
-spread over the fabric (004 Table 1), and many-to-many on ``N_DAGS`` DAGs. The full
-trace on the fat-tree takes longer than the budget (see the closing note of issue 3).
+Scale, to stay within 15 min on this machine (2 cores): the *full* trace on the 1G
+big switch for the headline factors, and the first ``N_COFLOWS`` coflows on it; every
+fat-tree scenario (k=8 at 1G and 10G, k=16 at 1G, per category, multi-wave, bursty,
+queues 2..7) on the first ``N_FAT`` coflows spread over the fabric (004 Table 1), and
+many-to-many on ``N_DAGS`` DAGs on k=8. The full trace on the fat-tree fits the
+compiled loop (fs about 45 s) but not the budget for all four schemes and scenarios.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from streamband.sim.coflow.workloads import CATEGORIES, from_trace, many_to_many
 
 TRACE = Path("../shared/data/FB2010-1Hr-150-0.txt")
 N_COFLOWS = 200
-N_DAGS = 30
+N_FAT = 100
+N_DAGS = 10
 OTHERS = ("fs", "baraat", "aalo")
 SCHEMES = ("stream", *OTHERS)
 #: 004's reported factors (1G many-to-one, §IV-B; Aalo 0.87 = "within 13 %").
@@ -59,17 +61,17 @@ def _factors(runs: dict) -> dict:
 
 
 def run(out: Path, trace: Path = TRACE, n_coflows: int = N_COFLOWS,
-        workers: int = 2, full: bool = True) -> dict:
+        workers: int = 2, full: bool = True, n_fat: int = N_FAT) -> dict:
     console = Console()
-    n = n_coflows
+    n, nf = n_coflows, n_fat
     scen: dict[str, tuple] = {  # name -> (kind, n, arg, topology, gbps)
         "single_wave/full trace bigswitch 1G": ("trace", None, 1, "bigswitch", 1.0),
         f"single_wave/{n} coflows bigswitch 1G": ("trace", n, 1, "bigswitch", 1.0),
-        f"single_wave/{n} coflows fattree:8 1G": ("trace", n, 1, "fattree:8", 1.0),
-        f"single_wave/{n} coflows fattree:8 10G": ("trace", n, 1, "fattree:8", 10.0),
-        f"single_wave/{n} coflows fattree:16 1G": ("trace", n, 1, "fattree:16", 1.0),
-        **{f"multi_wave/{w} waves": ("waves", n, w, "fattree:8", 1.0) for w in (2, 3, 4)},
-        **{f"bursty/{g:g}G": ("bursty", n, 1, "fattree:8", g) for g in (1.0, 10.0)},
+        f"single_wave/{nf} coflows fattree:8 1G": ("trace", nf, 1, "fattree:8", 1.0),
+        f"single_wave/{nf} coflows fattree:8 10G": ("trace", nf, 1, "fattree:8", 10.0),
+        f"single_wave/{nf} coflows fattree:16 1G": ("trace", nf, 1, "fattree:16", 1.0),
+        **{f"multi_wave/{w} waves": ("waves", nf, w, "fattree:8", 1.0) for w in (2, 3, 4)},
+        **{f"bursty/{g:g}G": ("bursty", nf, 1, "fattree:8", g) for g in (1.0, 10.0)},
         **{f"many_to_many/{d} 1G": ("dag", N_DAGS, d, "fattree:8", 1.0)
            for d in ("tpcds", "tao")},
     }
@@ -77,7 +79,7 @@ def run(out: Path, trace: Path = TRACE, n_coflows: int = N_COFLOWS,
         scen = {k: v for k, v in scen.items() if v[1] is not None}
     tasks = [(str(trace), k, m, a, p, topo, g, 4)
              for (k, m, a, topo, g) in scen.values() for p in SCHEMES]
-    tasks += [(str(trace), "trace", n, 1, "stream", "fattree:8", 1.0, q) for q in range(2, 8)
+    tasks += [(str(trace), "trace", nf, 1, "stream", "fattree:8", 1.0, q) for q in range(2, 8)
               if q != 4]
     # longest first (the full trace), so the two workers finish together
     tasks.sort(key=lambda t: (t[2] is not None, t[4] != "stream"))
@@ -88,20 +90,22 @@ def run(out: Path, trace: Path = TRACE, n_coflows: int = N_COFLOWS,
             console.print(f"  {task[1]} n={task[2]} {task[3]} {task[4]:7s} {task[5]} "
                           f"{task[6]:g}G K={task[7]}: avg CCT {summ['avg_cct_s']:.3f} s "
                           f"({summ['wall_s']:.1f} s wall)", highlight=False)
-    res: dict = {"spec": {"trace": str(trace), "n_coflows": n, "n_dags": N_DAGS, "queues": 4,
+    res: dict = {"spec": {"trace": str(trace), "n_coflows": n, "n_fat": nf, "n_dags": N_DAGS,
+                          "queues": 4,
                           "thresholds": "10 MiB x 10^k", "stream": "alpha 0.5, beta 1, "
                           "starvation 1 s", "baraat_heavy": "1 GiB",
                           "fabrics": "big switch 150 ports; fat-tree k=8 (128 hosts), k=16 "
-                          "(1024 hosts) with ECMP, trace spread per 004 Table 1",
+                          "(1024 hosts) with ECMP on the host pair, trace spread per "
+                          "004 Table 1",
                           "scenarios": {k: list(v) for k, v in scen.items()}},
                  "paper": PAPER}
     for name, (k, m, a, topo, g) in scen.items():
         sect, key = name.split("/", 1)
         runs = {p: done[(str(trace), k, m, a, p, topo, g, 4)] for p in SCHEMES}
         res.setdefault(sect, {})[key] = _factors(runs)
-    base = f"{n} coflows fattree:8 1G"
+    base = f"{nf} coflows fattree:8 1G"
     fs = res["single_wave"][base]["runs"]["fs"]["avg_cct_s"]
-    res["queues"] = {q: fs / (done[(str(trace), "trace", n, 1, "stream", "fattree:8", 1.0, q)]
+    res["queues"] = {q: fs / (done[(str(trace), "trace", nf, 1, "stream", "fattree:8", 1.0, q)]
                               ["avg_cct_s"] if q != 4 else
                               res["single_wave"][base]["runs"]["stream"]["avg_cct_s"])
                      for q in range(2, 8)}
@@ -128,7 +132,7 @@ def _report(out: Path, res: dict, console: Console) -> None:
     for r in rows:
         tab.add_row(*[f"{v:.2f}" if isinstance(v, float) else str(v) for v in r])
     console.print(tab)
-    key = f"{res['spec']['n_coflows']} coflows fattree:8 1G"
+    key = f"{res['spec']['n_fat']} coflows fattree:8 1G"
     cat = res["single_wave"][key]
     rep.heading(f"Per category (Table 3A), {key} (Fig. 7)")
     rep.table(["scheme", *CATEGORIES], [[p, *[cat[f"cat_{p}"][c] or "-" for c in CATEGORIES]]
