@@ -71,16 +71,21 @@ def test_fat_tree_paths_forward(cleanup):
             assert " 0% packet loss" in out, out
 
 
+def metered_iperf(tb: Testbed, client: ControllerClient, lease_s: float) -> None:
+    """An iperf3 server on w2 and a 5 Mbit/s meter on w1 -> w2:5201."""
+    client.wait_ready(1)
+    tb.popen("w2", ["iperf3", "-s", "-p", "5201"], stdout=subprocess.DEVNULL)
+    time.sleep(0.5)
+    flow = {"src_ip": tb.ip("w1"), "dst_ip": tb.ip("w2"), "dst_port": 5201}
+    assert client.put_meters([{"flow": flow, "rate_bps": 5e6}], lease_s=lease_s)[
+        "installed"] == 1
+
+
 def test_meters_stats_and_lease(cleanup):
     spec = load_spec(SMALL)
     with Testbed(spec) as tb:
         client = ControllerClient(spec.api)
-        client.wait_ready(1)
-        tb.popen("w2", ["iperf3", "-s", "-p", "5201"], stdout=subprocess.DEVNULL)
-        time.sleep(0.5)
-        flow = {"src_ip": tb.ip("w1"), "dst_ip": tb.ip("w2"), "dst_port": 5201}
-        r = client.put_meters([{"flow": flow, "rate_bps": 5e6}], lease_s=20.0)
-        assert r["installed"] == 1
+        metered_iperf(tb, client, lease_s=20.0)
         res = json.loads(tb.node("w1").cmd(f"iperf3 -c {tb.ip('w2')} -p 5201 -t 3 -J"))
         goodput = res["end"]["sum_received"]["bits_per_second"]
         assert 0.8 * 5e6 < goodput < 1.15 * 5e6
@@ -101,12 +106,7 @@ def test_controller_crash_and_restart_keep_the_network_usable(cleanup):
     spec = load_spec(SMALL)
     with Testbed(spec) as tb:
         client = ControllerClient(spec.api)
-        client.wait_ready(1)
-        tb.popen("w2", ["iperf3", "-s", "-p", "5201"], stdout=subprocess.DEVNULL)
-        time.sleep(0.5)
-        flow = {"src_ip": tb.ip("w1"), "dst_ip": tb.ip("w2"), "dst_port": 5201}
-        assert client.put_meters([{"flow": flow, "rate_bps": 5e6}], lease_s=120.0)[
-            "installed"] == 1
+        metered_iperf(tb, client, lease_s=120.0)
         assert tb.controller is not None
         tb.controller.kill()  # the controller crashes (secure fail mode: rules stay)
         tb.controller.wait(10)
