@@ -14,22 +14,10 @@ mod fabric;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use std::cmp::{Ordering, Reverse};
+use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-#[derive(Clone, Copy, PartialEq)]
-struct Key(f64, u32);
-impl Eq for Key {}
-impl PartialOrd for Key {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Key {
-    fn cmp(&self, o: &Self) -> Ordering {
-        self.0.total_cmp(&o.0).then(self.1.cmp(&o.1))
-    }
-}
+use fabric::Key;
 
 fn as_i64(b: &[u8]) -> Vec<i64> {
     b.chunks_exact(8).map(|c| i64::from_ne_bytes(c.try_into().unwrap())).collect()

@@ -78,7 +78,7 @@ class FatTreeFabric(Fabric):
         ``h`` is a stable hash of the flow key; shortest paths only."""
         half = self.k // 2
         src, dst = np.asarray(src), np.asarray(dst)
-        h = _mix(np.asarray(key))
+        h = mix64(np.asarray(key))
         i = (h % np.uint64(half)).astype(np.int64)
         j = ((h // np.uint64(half)) % np.uint64(half)).astype(np.int64)
         ps, pd = self._pod[src], self._pod[dst]
@@ -107,7 +107,7 @@ def fat_tree_fabric(k: int, bw_bps: float) -> FatTreeFabric:
     return FatTreeFabric(k, bw_bps)
 
 
-def _mix(x: np.ndarray) -> np.ndarray:
+def mix64(x: np.ndarray) -> np.ndarray:
     """splitmix64 (a stable hash: the same on every machine and run)."""
     z = np.asarray(x, dtype=np.int64).astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
     with np.errstate(over="ignore"):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from streamband.model.fabric import mix64
 from streamband.sim.coflow.trace import MIB, Trace
 
 #: 004 Table 2: fraction of a coflow's senders (mappers) in each wave.
@@ -243,7 +244,7 @@ def spread(wl: Workload, n_hosts: int, seed: int = 0) -> Workload:
     per = np.array([len(range(p, n_hosts, P)) for p in range(P)])
 
     def place(port: np.ndarray, salt: int) -> np.ndarray:
-        h = _mix(wl.coflow * 1_000_003 + port * 7919 + salt * 104_729 + seed)
+        h = mix64(wl.coflow * 1_000_003 + port * 7919 + salt * 104_729 + seed)
         return port + P * (h % per[port].astype(np.uint64)).astype(np.int64)
 
     return _replace_nodes(wl, place(wl.src, 1), place(wl.dst, 2), n_hosts)
@@ -253,12 +254,3 @@ def _replace_nodes(wl: Workload, src: np.ndarray, dst: np.ndarray, n: int) -> Wo
     out = Workload(**{**wl.__dict__, "src": src, "dst": dst, "n_nodes": n})
     out.meta = {**wl.meta, "spread_over_hosts": n}
     return out
-
-
-def _mix(x: np.ndarray) -> np.ndarray:
-    """splitmix64: a stable integer hash, the same on every machine and run."""
-    z = np.asarray(x, dtype=np.int64).astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
-    with np.errstate(over="ignore"):
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
