@@ -12,8 +12,9 @@ TRACE = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "FB2010
 
 @pytest.fixture
 def trace_path() -> Path:
-    if not TRACE.is_file():
-        pytest.skip("shared trace not present")
+    if not TRACE.is_file():  # CI clones the project beside ../shared: a missing trace is a bug
+        pytest.fail(f"the FB2010 trace is missing: expected {TRACE.resolve()} "
+                    "(the project must sit beside ../shared)")
     return TRACE
 
 
