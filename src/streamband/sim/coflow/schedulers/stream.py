@@ -93,7 +93,8 @@ class Stream(Scheduler):
         n = np.maximum(self.n_seen, 1.0)
         with np.errstate(divide="ignore", invalid="ignore"):
             h = tau * (self.n_fin / n + np.where(y > 0, n * MIB / np.maximum(y, 1e-300), 1e300))
-        return tau + self.alpha * h
+            lim = tau + self.alpha * h
+        return np.where(np.isfinite(tau), lim, np.inf)  # the last queue has no limit
 
     def _decide(self, t: float) -> None:
         y = self._seen()
