@@ -493,6 +493,33 @@ impl Sim {
     }
 
     // -- sharing -----------------------------------------------------------------
+    /// Append owner `o`'s non-empty buckets to `live` (dropping emptied ones from their
+    /// sub-lists); with `skip_full`, a sub-list whose last link has no residual
+    /// capacity is left out whole.
+    fn collect_owner(&mut self, o: usize, skip_full: bool) {
+        for si in 0..self.owner_s[o].len() {
+            let sb = self.owner_s[o][si] as usize;
+            if self.sub_cnt[sb] == 0 {
+                continue;
+            }
+            let ll = self.sub_link[sb];
+            if skip_full && ll != NONE && self.resid[ll as usize] <= 0.0 {
+                continue;
+            }
+            let mut list = std::mem::take(&mut self.sub_b[sb]);
+            list.retain(|&b| {
+                let keep = self.b_count[b as usize] > 0.5;
+                if !keep {
+                    self.bk[b as usize].in_list = false;
+                    self.b_rate[b as usize] = 0.0;
+                }
+                keep
+            });
+            self.live.extend_from_slice(&list);
+            self.sub_b[sb] = list;
+        }
+    }
+
     /// Strict priority between levels, max-min inside (progressive filling with the
     /// Python engine's 1e-9 bottleneck tie rule). Fills `live` and bucket rates.
     fn fill(&mut self) {
@@ -508,31 +535,9 @@ impl Sim {
             let lv = ol[i].0;
             let first = self.live.len();
             while i < ol.len() && ol[i].0 == lv {
-                let o = ol[i].1 as usize;
                 // a sub-list whose last link is already full gets nothing: its
                 // buckets stay out of `live` (rate 0) without being touched
-                let fs_static = self.pol == Policy::FsStatic;
-                for si in 0..self.owner_s[o].len() {
-                    let sb = self.owner_s[o][si] as usize;
-                    if self.sub_cnt[sb] == 0 {
-                        continue;
-                    }
-                    let ll = self.sub_link[sb];
-                    if !fs_static && ll != NONE && self.resid[ll as usize] <= 0.0 {
-                        continue;
-                    }
-                    let mut list = std::mem::take(&mut self.sub_b[sb]);
-                    list.retain(|&b| {
-                        let keep = self.b_count[b as usize] > 0.5;
-                        if !keep {
-                            self.bk[b as usize].in_list = false;
-                            self.b_rate[b as usize] = 0.0;
-                        }
-                        keep
-                    });
-                    self.live.extend_from_slice(&list);
-                    self.sub_b[sb] = list;
-                }
+                self.collect_owner(ol[i].1 as usize, self.pol != Policy::FsStatic);
                 i += 1;
             }
             if self.pol == Policy::FsStatic {
@@ -544,14 +549,7 @@ impl Sim {
         if self.pol == Policy::FsStatic {
             self.static_share();
         }
-        // per-owner rates
-        for &o in &self.act_o {
-            self.r_o[o as usize] = 0.0;
-        }
-        for &b in &self.live {
-            let b = b as usize;
-            self.r_o[self.b_owner[b] as usize] += self.b_rate[b] * self.b_count[b];
-        }
+        self.owner_rates();
     }
 
     /// D-CLAS (Aalo §4, as 004 §IV-B compares it): K queues by coflow bytes sent, FIFO
@@ -572,24 +570,7 @@ impl Sim {
             let lv = ol[i].0;
             let first = self.live.len();
             while i < ol.len() && ol[i].0 == lv {
-                let o = ol[i].1 as usize;
-                for si in 0..self.owner_s[o].len() {
-                    let sb = self.owner_s[o][si] as usize;
-                    if self.sub_cnt[sb] == 0 {
-                        continue;
-                    }
-                    let mut list = std::mem::take(&mut self.sub_b[sb]);
-                    list.retain(|&b| {
-                        let keep = self.b_count[b as usize] > 0.5;
-                        if !keep {
-                            self.bk[b as usize].in_list = false;
-                            self.b_rate[b as usize] = 0.0;
-                        }
-                        keep
-                    });
-                    self.live.extend_from_slice(&list);
-                    self.sub_b[sb] = list;
-                }
+                self.collect_owner(ol[i].1 as usize, false);
                 i += 1;
             }
             let q = (lv / nc).min(kk - 1) as usize;
@@ -665,6 +646,11 @@ impl Sim {
             let b = self.live[idx] as usize;
             self.b_rate[b] += self.rate1[b];
         }
+        self.owner_rates();
+    }
+
+    /// Per-owner rate: the sum over its live buckets of rate x flows.
+    fn owner_rates(&mut self) {
         for &o in &self.act_o {
             self.r_o[o as usize] = 0.0;
         }
