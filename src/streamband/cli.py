@@ -98,6 +98,8 @@ def bench(
     out: Path = typer.Option(None, help="output directory (default out/NAME)"),
     backend: Backend = typer.Option(Backend.sim, help="sim, or testbed for paper-001"),
     seconds: float = typer.Option(60.0, help="testbed: length of each run, seconds"),
+    full_trace: bool = typer.Option(False, help="paper-004: add the whole trace on the 1G "
+                                    "fat-tree k=8 for every scheme (about 40 min more)"),
 ) -> None:
     """Reproduce a paper's evaluation; prints tables, writes results.json + report.html."""
     out = out or Path("out") / (name.value + ("-testbed" if backend is Backend.testbed else ""))
@@ -105,6 +107,8 @@ def bench(
         raise fail(f"--out: {out} is a file, expected a directory")
     if backend is Backend.testbed and name is not Bench.paper_001:
         raise fail(f"--backend testbed: runs paper-001 only, got {name.value}")
+    if full_trace and name is not Bench.paper_004:
+        raise fail(f"--full-trace: applies to paper-004 only, got {name.value}")
     if seconds <= 0:
         raise fail(f"--seconds: expected a positive number of seconds, got {seconds:g}")
     try:
@@ -115,7 +119,7 @@ def bench(
         elif name is Bench.paper_004:
             from streamband.sim.coflow.bench import run as coflow_bench
 
-            coflow_bench(out)
+            coflow_bench(out, full_fattree=full_trace)
         else:
             from streamband.locality.bench import run as locality_bench
 

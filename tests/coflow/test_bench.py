@@ -1,0 +1,31 @@
+"""``streamband bench paper-004`` end to end on a prefix of the trace: every table row
+is the other scheme's average CCT over stream's, and the report carries the plots."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from streamband.sim.coflow.bench import OTHERS, SCHEMES, run
+
+
+def test_bench_factors_are_ratios_of_the_runs(trace_path, tmp_path):
+    res = run(tmp_path, trace=trace_path, n_coflows=12, workers=2, full=False, n_fat=8,
+              n_dags=2)
+    rows = [f for sect in ("single_wave", "multi_wave", "bursty", "many_to_many")
+            for f in res[sect].values()]
+    assert len(rows) == 4 + 3 + 2 + 2  # the full-trace rows are left out with full=False
+    for f in rows:
+        s = f["runs"]["stream"]["avg_cct_s"]
+        assert set(f["runs"]) == set(SCHEMES)
+        for p in OTHERS:
+            assert f[p] == pytest.approx(f["runs"][p]["avg_cct_s"] / s, rel=1e-12)
+            assert f["runs"][p]["coflows"] == f["runs"]["stream"]["coflows"]
+    assert sorted(res["queues"]) == [2, 3, 4, 5, 6, 7]
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["spec"]["n_fat"] == 8 and saved["spec"]["n_dags"] == 2
+    html = (tmp_path / "report.html").read_text()
+    assert html.count(".png") >= 5
+    assert all((tmp_path / f"{n}.png").is_file()
+               for n in ("fig6_single_wave", "fig7_categories", "fig11_queues"))
