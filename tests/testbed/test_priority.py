@@ -43,7 +43,7 @@ def test_strict_priority_shares_and_online_swap(cleanup):
                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
                    for src in flows}
         r = client.put_classes([{"flow": flows["w1"], "cls": 1, "port": port},
-                                {"flow": flows["w2"], "cls": 6, "port": port}])
+                                {"flow": flows["w2"], "cls": 6, "port": port}], lease_s=60)
         assert r["assigned"] == 2
         assert {(c["flow"]["dst_port"], c["cls"]) for c in client.classes()} == {
             (5201, 1), (5202, 6)}
@@ -55,7 +55,7 @@ def test_strict_priority_shares_and_online_swap(cleanup):
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(max(0.0, t0 + SWAP_AT - time.monotonic()))
         r = client.put_classes([{"flow": flows["w1"], "cls": 6, "port": port},
-                                {"flow": flows["w2"], "cls": 1, "port": port}])
+                                {"flow": flows["w2"], "cls": 1, "port": port}], lease_s=60)
         assert r["assigned"] == 2
         res = {}
         for src, p in servers.items():
@@ -103,7 +103,7 @@ def test_sender_dscp_marking_selects_the_class(cleanup):
         client.wait_ready(1)
         port = tb.switch_port("w3")
         other = {"src_ip": tb.ip("w2"), "dst_ip": tb.ip("w3"), "dst_port": 9}
-        client.put_classes([{"flow": other, "cls": 0, "port": port}])  # builds the tree
+        client.put_classes([{"flow": other, "cls": 0, "port": port}], lease_s=60)  # the tree
         tb.popen("w3", ["iperf3", "-s", "-p", "5201"], stdout=subprocess.DEVNULL,
                  stderr=subprocess.DEVNULL)
         time.sleep(0.5)
@@ -111,3 +111,32 @@ def test_sender_dscp_marking_selects_the_class(cleanup):
         sent = client.class_bytes(port)
         assert sent[5] > 1e6, sent
         assert sent[5] > 10 * max(sent[c] for c in range(8) if c != 5), sent
+
+
+def test_class_leases_expire_to_plain_sharing(cleanup):
+    """A manager that stops renewing (crash) leaves no class behind: after the lease
+    the flows are unlisted and the port is one HTB class again (fail-open, as the
+    meters); a renewal keeps them."""
+    spec = load_spec(SPEC)
+    with Testbed(spec) as tb:
+        client = ControllerClient(spec.api)
+        client.wait_ready(1)
+        port = tb.switch_port("w3")
+        flows = [{"src_ip": tb.ip(s), "dst_ip": tb.ip("w3")} for s in ("w1", "w2")]
+        client.put_classes([{"flow": flows[0], "cls": 0, "port": port}], lease_s=1.0)
+        client.put_classes([{"flow": flows[1], "cls": 5, "port": port}], lease_s=30.0)
+        assert len(_tc_classes(port)) == 1 + 8  # the link class and 8 leaves
+        time.sleep(1.6)
+        assert [c["cls"] for c in client.classes()] == [5]  # the 1-s one expired
+        assert client.renew(1.0) == 1  # no meters: the one class lease left
+        time.sleep(0.5)
+        assert [c["cls"] for c in client.classes()] == [5]
+        time.sleep(1.2)
+        assert client.classes() == []
+        assert len(_tc_classes(port)) == 1  # one HTB class: plain sharing
+        assert link_rate_bps(port) == pytest.approx(LINK_MBPS * 1e6)
+
+
+def _tc_classes(dev: str) -> list[str]:
+    out = subprocess.run(["tc", "class", "show", "dev", dev], capture_output=True, text=True)
+    return [ln for ln in out.stdout.splitlines() if ln.startswith("class htb")]

@@ -55,7 +55,12 @@ class ClassSpec(BaseModel):
 
 
 class ClassBatch(BaseModel):
+    """Class assignments and the lease they carry (renewed by ``POST /v1/lease``);
+    when it runs out the flows go back to the default class and a port with no
+    listed flow left is shaped by one HTB class again (fail-open)."""
+
     classes: list[ClassSpec]
+    lease_s: float = Field(3.0, gt=0, le=3600)
 
 
 class HostMap(BaseModel):
@@ -133,7 +138,7 @@ def create_api(osken: StreambandApp, token: str | None = None) -> FastAPI:
         for c in batch.classes:
             name = c.port if c.port is not None else run(osken.port_name, c.dpid, c.port_no)
             items.append((name, c.flow, c.cls, c.link_rate_bps))
-        return run(osken.set_classes, items)
+        return run(osken.set_classes, items, batch.lease_s)
 
     @api.get("/v1/classes", dependencies=[Depends(auth)])
     def get_classes() -> list[dict[str, Any]]:

@@ -430,31 +430,42 @@ class StreambandApp(app_manager.OSKenApp):
             return len(keys)
 
     def renew(self, lease_s: float) -> int:
-        """Renew every lease (the manager's keep-alive)."""
+        """Renew every lease, meters' and priority classes' (the manager's
+        keep-alive); returns how many."""
         with self.lock:
             deadline = time.monotonic() + lease_s
             for mf in self.flows.values():
                 mf.expires = deadline
-            return len(self.flows)
+            n = len(self.flows)
+        return n + self.priorities.renew(lease_s)
 
     def _lease_loop(self) -> None:
         while True:
             hub.sleep(self.settings.lease_check_s)
             now = time.monotonic()
             try:
-                with self.lock:
-                    dead = [k for k, mf in self.flows.items() if mf.expires <= now]
-                    if not dead:
-                        continue
-                    batches: dict[int, list[Any]] = {}
-                    for k in dead:
-                        self._removal(self.flows.pop(k), batches)
-                    self.expired_total += len(dead)
-                    for dpid, msgs in batches.items():
-                        self._send_batch(self.datapaths[dpid], msgs)
-                LOG.info("lease expired: removed %d flows (fail-open)", len(dead))
+                self._expire_meters(now)
             except Exception:  # keep the loop alive
                 LOG.exception("lease loop")
+            try:
+                n = self.priorities.expire(now)
+                if n:
+                    LOG.info("lease expired: %d flows back to the default class", n)
+            except Exception:
+                LOG.exception("lease loop (priority classes)")
+
+    def _expire_meters(self, now: float) -> None:
+        with self.lock:
+            dead = [k for k, mf in self.flows.items() if mf.expires <= now]
+            if not dead:
+                return
+            batches: dict[int, list[Any]] = {}
+            for k in dead:
+                self._removal(self.flows.pop(k), batches)
+            self.expired_total += len(dead)
+            for dpid, msgs in batches.items():
+                self._send_batch(self.datapaths[dpid], msgs)
+        LOG.info("lease expired: removed %d flows (fail-open)", len(dead))
 
     def set_hosts(self, hosts: dict[str, int], replace: bool = False) -> int:
         """Register where hosts attach (IP -> dpid of the edge switch)."""
@@ -477,14 +488,15 @@ class StreambandApp(app_manager.OSKenApp):
         with self.lock:
             return any(pc.name == name for pc in self.ports.values())
 
-    def set_classes(self, items: list[tuple[str, FlowKey, int, float | None]]) -> dict[str, Any]:
+    def set_classes(self, items: list[tuple[str, FlowKey, int, float | None]],
+                    lease_s: float) -> dict[str, Any]:
         """Put each ``(egress port name, flow, class 0..7, link rate or None)`` in its
-        strict-priority class (0 highest)."""
+        strict-priority class (0 highest) for ``lease_s`` (renewed like the meters')."""
         for dev, *_ in items:
             if not self.known_port(dev):
                 raise EnforcerError(f"port: {dev!r} is not a port of a connected switch")
         try:
-            return self.priorities.assign(items)
+            return self.priorities.assign(items, lease_s)
         except PriorityError as exc:
             raise EnforcerError(str(exc)) from None
 

@@ -25,6 +25,11 @@ shapes the link (Mininet's ``TCLink``: ``5:1`` at the link's rate) is replaced b
   being listed;
 - anything else goes to the default class 7 (lowest).
 
+Assignments carry a lease like the meters (3 s by default through the API,
+renewed by ``POST /v1/lease``): when it runs out the flow loses its filter, and a
+port with no listed flow left gets its single HTB class back, so a crashed
+manager leaves plain sharing behind, not a stale priority order.
+
 Why not OVS queues: on this machine OVS runs the userspace datapath (no kernel
 module, MACHINE-NOTES). ``ovs-vsctl set port P qos=@q ... type=linux-htb`` with
 two queues (``priority`` 0 and 7) *does* build an HTB tree on the netdev port,
@@ -42,6 +47,7 @@ read offset 20), which is what the hosts send.
 
 from __future__ import annotations
 
+import math
 import re
 import subprocess
 import threading
@@ -106,6 +112,7 @@ class PortTree:
     dev: str
     rate_bps: float
     prefs: dict[tuple[Any, ...], tuple[int, int, FlowKey]] = field(default_factory=dict)
+    expires: dict[tuple[Any, ...], float] = field(default_factory=dict)  # monotonic s
     next_pref: int = FIRST_PREF
     free: list[int] = field(default_factory=list)
 
@@ -154,11 +161,15 @@ class PriorityQueues:
         self.ports[dev] = tree
         return tree
 
-    def assign(self, items: list[tuple[str, FlowKey, int, float | None]]) -> dict[str, Any]:
+    def assign(self, items: list[tuple[str, FlowKey, int, float | None]],
+               lease_s: float = math.inf) -> dict[str, Any]:
         """Put each ``(port, flow, class, link rate or None)`` in its class, creating
-        the port's tree on first use; returns counts and the time spent."""
+        the port's tree on first use, for ``lease_s`` seconds (renewed by a later
+        assignment or :meth:`renew`; see :meth:`expire`); returns counts and the time
+        spent."""
         t0 = time.perf_counter()
         counts = {"assigned": 0, "unchanged": 0}
+        expires = time.monotonic() + lease_s
         with self.lock:
             adds: list[str] = []
             dels: list[str] = []
@@ -168,6 +179,7 @@ class PriorityQueues:
                     raise PriorityError(f"class: expected 0..{CLASSES - 1}, got {cls}")
                 tree = self._tree(dev, rate)
                 old = tree.prefs.get(flow.key())
+                tree.expires[flow.key()] = expires
                 if old is not None and old[1] == cls:
                     counts["unchanged"] += 1
                     continue
@@ -194,9 +206,46 @@ class PriorityQueues:
             old = tree.prefs.pop(flow.key(), None) if tree else None
             if tree is None or old is None:
                 return False
+            tree.expires.pop(flow.key(), None)
             _tc_batch([f"filter del dev {dev} parent {HANDLE}: protocol ip pref {old[0]}"])
             tree.free.append(old[0])
             return True
+
+    def renew(self, lease_s: float) -> int:
+        """Every assignment's lease runs ``lease_s`` from now; returns how many."""
+        with self.lock:
+            deadline = time.monotonic() + lease_s
+            n = 0
+            for tree in self.ports.values():
+                for key in tree.expires:
+                    tree.expires[key] = deadline
+                    n += 1
+            return n
+
+    def expire(self, now: float | None = None) -> int:
+        """Drop the assignments whose lease ran out (fail-open, like the meters): their
+        flows go back to the default class, and a port left with no listed flow is
+        reset to one HTB class (plain sharing). Returns how many were dropped."""
+        now = time.monotonic() if now is None else now
+        dropped = 0
+        with self.lock:
+            for tree in list(self.ports.values()):
+                dead = [k for k, t in tree.expires.items() if t <= now]
+                if not dead:
+                    continue
+                lines = []
+                for k in dead:
+                    del tree.expires[k]
+                    pref = tree.prefs.pop(k)[0]
+                    lines.append(f"filter del dev {tree.dev} parent {HANDLE}: protocol ip "
+                                 f"pref {pref}")
+                    tree.free.append(pref)
+                dropped += len(dead)
+                if tree.prefs:
+                    _tc_batch(lines)
+                else:
+                    self._reset(tree.dev)
+        return dropped
 
     def listing(self) -> list[dict[str, Any]]:
         with self.lock:
@@ -223,19 +272,20 @@ class PriorityQueues:
         one HTB class again, as Mininet's TCLink left it. Returns the ports reset."""
         with self.lock:
             devs = [dev] if dev is not None else list(self.ports)
-            done = []
-            for d in devs:
-                tree = self.ports.pop(d, None)
-                if tree is None:
-                    continue
-                subprocess.run(["tc", "qdisc", "del", "dev", d, "root"], capture_output=True)
-                try:
-                    _tc_batch([
-                        f"qdisc add dev {d} root handle {HANDLE}:0 htb default 1",
-                        f"class add dev {d} parent {HANDLE}:0 classid {HANDLE}:1 htb "
-                        f"rate {tree.rate_bps:.0f}bit burst 15k",
-                    ])
-                except PriorityError:
-                    pass  # the port is gone (testbed down): nothing to restore
-                done.append(d)
-            return done
+            return [d for d in devs if self._reset(d)]
+
+    def _reset(self, dev: str) -> bool:
+        """:meth:`reset` of one port, the lock held; False if it had no tree."""
+        tree = self.ports.pop(dev, None)
+        if tree is None:
+            return False
+        subprocess.run(["tc", "qdisc", "del", "dev", dev, "root"], capture_output=True)
+        try:
+            _tc_batch([
+                f"qdisc add dev {dev} root handle {HANDLE}:0 htb default 1",
+                f"class add dev {dev} parent {HANDLE}:0 classid {HANDLE}:1 htb "
+                f"rate {tree.rate_bps:.0f}bit burst 15k",
+            ])
+        except PriorityError:
+            pass  # the port is gone (testbed down): nothing to restore
+        return True
