@@ -11,11 +11,18 @@ from streamband.sim.coflow.bench import OTHERS, SCHEMES, run
 
 
 def test_bench_factors_are_ratios_of_the_runs(trace_path, tmp_path):
-    res = run(tmp_path, trace=trace_path, n_coflows=12, workers=2, full=False, n_fat=8,
-              n_dags=2)
+    lines = trace_path.read_text().splitlines()
+    short = tmp_path / "fb-first-16.txt"  # "the full trace" rows run on these 16 coflows
+    short.write_text("\n".join([f"{lines[0].split()[0]} 16", *lines[1:17]]) + "\n")
+    res = run(tmp_path, trace=short, n_coflows=12, workers=2, full=True, n_fat=8,
+              n_dags=2, full_fattree=True)
     rows = [f for sect in ("single_wave", "multi_wave", "bursty", "many_to_many")
             for f in res[sect].values()]
-    assert len(rows) == 4 + 3 + 2 + 2  # the full-trace rows are left out with full=False
+    assert len(rows) == 6 + 3 + 2 + 2
+    full = res["single_wave"]["full trace fattree:8 1G"]["runs"]
+    assert all(r["coflows"] == 16 for r in full.values())
+    assert all(r["coflows"] == 12
+               for r in res["single_wave"]["12 coflows bigswitch 1G"]["runs"].values())
     for f in rows:
         s = f["runs"]["stream"]["avg_cct_s"]
         assert set(f["runs"]) == set(SCHEMES)
