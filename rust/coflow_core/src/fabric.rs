@@ -148,6 +148,18 @@ pub struct Sim {
     bott: Vec<u32>,
 }
 
+/// Remove `x` from `list` in O(1) (swap with the last), keeping `pos[x]` = index in
+/// `list` (NONE when absent) for every listed id.
+fn unlist(list: &mut Vec<u32>, pos: &mut [u32], x: usize) {
+    let i = pos[x] as usize;
+    let last = *list.last().unwrap();
+    list.swap_remove(i);
+    if i < list.len() {
+        pos[last as usize] = i as u32;
+    }
+    pos[x] = NONE;
+}
+
 fn csr(n: usize, keys: &[u32]) -> (Vec<usize>, Vec<u32>) {
     let mut ptr = vec![0usize; n + 1];
     for &k in keys {
@@ -364,13 +376,7 @@ impl Sim {
             let c = self.inp.f_cof[f] as usize;
             self.c_left[c] -= 1;
             if self.c_left[c] == 0 {
-                let i = self.c_pos[c] as usize;
-                let last = *self.act_c.last().unwrap();
-                self.act_c.swap_remove(i);
-                if i < self.act_c.len() {
-                    self.c_pos[last as usize] = i as u32;
-                }
-                self.c_pos[c] = NONE;
+                unlist(&mut self.act_c, &mut self.c_pos, c);
             }
         }
         done_groups.sort_unstable();
@@ -389,13 +395,7 @@ impl Sim {
     fn drop_owner_flow(&mut self, o: usize) {
         self.owner_cnt[o] -= 1;
         if self.owner_cnt[o] == 0 {
-            let i = self.o_pos[o] as usize;
-            let last = *self.act_o.last().unwrap();
-            self.act_o.swap_remove(i);
-            if i < self.act_o.len() {
-                self.o_pos[last as usize] = i as u32;
-            }
-            self.o_pos[o] = NONE;
+            unlist(&mut self.act_o, &mut self.o_pos, o);
         }
     }
 
