@@ -99,7 +99,7 @@ def bench(
     backend: Backend = typer.Option(Backend.sim, help="sim, or testbed for paper-001"),
     seconds: float = typer.Option(60.0, help="testbed: length of each run, seconds"),
     full_trace: bool = typer.Option(False, help="paper-004: add the whole trace on the 1G "
-                                    "fat-tree k=8 for every scheme (about 40 min more)"),
+                                    "fat-tree k=8 for every scheme (31 min in all)"),
 ) -> None:
     """Reproduce a paper's evaluation; prints tables, writes results.json + report.html."""
     out = out or Path("out") / (name.value + ("-testbed" if backend is Backend.testbed else ""))
