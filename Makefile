@@ -29,7 +29,7 @@ test: $(STAMP)
 	$(PY) -m pytest -q
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff check src tests perf
 
 clean:
 	rm -rf $(OUT) .pytest_cache build

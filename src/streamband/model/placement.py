@@ -8,11 +8,12 @@ from __future__ import annotations
 import itertools
 import random as _random
 
+from streamband.errors import SpecError
 from streamband.model.app import App, split_instance
 from streamband.model.topology import Topology
 
 
-class PlacementError(ValueError):
+class PlacementError(SpecError):
     """A placement that names a missing host or instance, or misses an instance."""
 
 

@@ -10,10 +10,12 @@ import ipaddress
 import logging
 import threading
 
+from streamband.errors import OptionError
+
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
-class ListenError(ValueError):
+class ListenError(OptionError):
     """A listen address that cannot be used."""
 
 

@@ -12,13 +12,14 @@ from pathlib import Path
 
 import typer
 
+from streamband.command import App
 from streamband.testbed.clean import clean as clean_all
 from streamband.testbed.clean import leftovers
 from streamband.testbed.registry import RUN_DIR, marked_env, read_state
-from streamband.testbed.spec import SpecError, load_spec
+from streamband.testbed.spec import load_spec
 
-app = typer.Typer(help="The emulated testbed: Mininet + OVS (userspace) + the controller.",
-                  no_args_is_help=True)
+app = App(help="The emulated testbed: Mininet + OVS (userspace) + the controller.",
+          no_args_is_help=True)
 
 
 def _fail(msg: str, code: int = 2) -> None:
@@ -45,10 +46,7 @@ def _alive(pid: int | None) -> bool:
 def up(spec: str = typer.Argument(..., help="YAML file or KIND[:key=val,...]"),
        timeout: float = typer.Option(120.0, help="seconds to wait for the testbed")) -> None:
     """Start a testbed in the background (`down` stops it)."""
-    try:
-        parsed = load_spec(spec)
-    except SpecError as exc:
-        _fail(str(exc))
+    parsed = load_spec(spec)
     _need_root()
     st = read_state()
     if st and _alive(st.get("pid")):
@@ -96,7 +94,7 @@ def status(as_json: bool = typer.Option(False, "--json", help="print JSON")) -> 
     if as_json:
         typer.echo(json.dumps(info, indent=1))
     elif up_ and st:
-        typer.echo(f"up (pid {st['pid']}): {st['spec']['kind']}, {len(st['hosts'])} hosts, "
+        typer.echo(f"up (pid {st['pid']}): {st['spec']['topology']}, {len(st['hosts'])} hosts, "
                    f"{len(st['switches'])} switches, controller API {st['api']}")
     else:
         left = info["leftovers"]

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from streamband.errors import PreconditionError
 from streamband.model.routing import Router
 from streamband.model.topology import Topology
 from streamband.testbed import ovs
@@ -33,7 +34,7 @@ from streamband.testbed.registry import (
 from streamband.testbed.spec import TestbedSpec
 
 
-class TestbedError(RuntimeError):
+class TestbedError(PreconditionError):
     """The testbed cannot start (busy, OVS missing, controller not reachable)."""
 
     __test__ = False
@@ -63,7 +64,7 @@ class Testbed:
 
     def __init__(self, spec: TestbedSpec, log_dir: Path | None = None) -> None:
         self.spec = spec
-        self.topo: Topology = spec.topology()
+        self.topo: Topology = spec.build()
         self.host_name = {h: f"{HOST_PREFIX}{i + 1}" for i, h in enumerate(self.topo.hosts)}
         self.switch_name = {s: f"{SWITCH_PREFIX}{i + 1}" for i, s in enumerate(self.topo.switches)}
         self.dpid = {s: i + 1 for i, s in enumerate(self.topo.switches)}
@@ -260,7 +261,7 @@ class Testbed:
     def link_ports(self) -> list[Any]:
         """Where each model link is counted (link id order): a host's uplink enters
         its switch at the host's port (rx), every other link leaves a switch (tx)."""
-        from streamband.control.linkstats import PortRef
+        from streamband.backends.openflow import PortRef
 
         intf: dict[tuple[str, str], str] = {}
         for link in self.net.links:

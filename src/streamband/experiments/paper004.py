@@ -1,5 +1,8 @@
-"""``streamband bench paper-004``: 004's tables as improvement factors (other scheme's
-average CCT / stream's, 004 §IV-B), with results.json and report.html.
+"""Paper 004 (Stream): decentralized coflow scheduling on the FB2010 trace.
+
+004's tables as improvement factors (other scheme's average CCT / stream's, 004
+§IV-B), with results.json and report.html. Units: the trace's convention,
+1 Gbit/s = 2^30 bit/s, sizes in MiB.
 
 Every run goes through the compiled loops (``fast``), two at a time (2 cores).
 Scale, to stay within 15 min on this machine (2 cores): the *full* trace on the 1G
@@ -20,12 +23,18 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from streamband.errors import OptionError
+from streamband.experiments.base import Check, Comparison, Options, Outcome, distance, show
 from streamband.report.html import Report, write_json
+from streamband.shared import shared_file
 from streamband.sim.coflow.run import simulate
 from streamband.sim.coflow.trace import read_trace
 from streamband.sim.coflow.workloads import CATEGORIES, from_trace, many_to_many
 
-TRACE = Path("../shared/data/FB2010-1Hr-150-0.txt")
+NAME = "paper-004"
+TITLE = "paper 004 (Stream): decentralized coflow scheduling"
+BACKENDS = ("sim",)
+TRACE = ("data", "FB2010-1Hr-150-0.txt")
 N_COFLOWS = 200
 N_FAT = 100
 N_DAGS = 10
@@ -60,7 +69,34 @@ def _factors(runs: dict) -> dict:
     return out
 
 
-def run(out: Path, trace: Path = TRACE, n_coflows: int = N_COFLOWS,
+def run(out: Path, opts: Options, console: Console) -> Outcome:
+    """Run every scenario; print and write the factors beside 004's, with checks."""
+    if opts.backend != "sim":
+        raise OptionError(f"--backend: paper-004 runs on sim only, got {opts.backend!r}")
+    res = bench(out, shared_file(*TRACE), full_fattree=opts.full_trace)
+    cmp = compare(res)
+    res["comparison"] = cmp.as_json()
+    write_json(out / "results.json", res)
+    show(cmp, console)
+    return Outcome([], cmp, out / "results.json", out / "report.html")
+
+
+def compare(res: dict) -> Comparison:
+    """Per single-wave fabric: stream's factors beside 004's; stream must beat fs and
+    baraat on average CCT on every fabric."""
+    rows, checks, notes = [], [], []
+    for name, f in res["single_wave"].items():
+        for p in OTHERS:
+            delta, off = distance(f[p], PAPER[p])
+            rows.append([name, p, f[p], PAPER[p], delta, "yes" if off else ""])
+            if p != "aalo":
+                checks.append(Check(f"{name}: stream beats {p} on average CCT",
+                                    f"x{f[p]:.2f}", f[p] > 1.0))
+    return Comparison(["scenario", "vs", "factor", "paper", "vs paper", "2x off"], rows,
+                      checks, notes=notes)
+
+
+def bench(out: Path, trace: Path, n_coflows: int = N_COFLOWS,
         workers: int = 2, full: bool = True, n_fat: int = N_FAT,
         full_fattree: bool = False, n_dags: int = N_DAGS) -> dict:
     """``full_fattree`` adds the whole trace on the 1G fat-tree k = 8 for every scheme

@@ -107,24 +107,26 @@ def paper_problems(duration_s: float) -> list[AllocProblem]:
     """The allocation problems the manager loop really solves for the papers' apps:
     001's fork-join (TP1-TP3) and 000's Trending Topics and Trucking IoT (edge and
     multi-hop, 10-20 Mbit/s), captured from fluid-simulator runs under appaware."""
-    from streamband.experiment import plan, sim_config
-    from streamband.sim.fluid import FluidSim
-    from streamband.spec import builtin_spec, load_spec
+    from streamband.alloc import appaware
+    from streamband.alloc.registry import POLICIES, PolicyEntry
+    from streamband.backends.sim import sim_config, simulate
+    from streamband.experiments.runner import plan
+    from streamband.experiments.spec import load_spec
 
     probs: list[AllocProblem] = []
-    for name in ("paper-001", "paper-000-tt", "paper-000-ti"):
-        spec = load_spec(builtin_spec(name))
-        for case in plan(spec):
-            sim = FluidSim(case.flowmap, "appaware", sim_config(spec, duration_s))
-            assert sim.manager is not None
-            policy = sim.manager.policy
 
-            def capture(p: AllocProblem, policy: Callable = policy) -> np.ndarray:
-                probs.append(p)
-                return policy(p)
+    def capture(p: AllocProblem) -> np.ndarray:
+        probs.append(p)
+        return appaware(p)
 
-            sim.manager.policy = capture
-            sim.run()
+    POLICIES["capture"] = PolicyEntry("capture", "loop", capture, "appaware, recorded")
+    try:
+        for name in ("paper-001", "paper-000-tt", "paper-000-ti"):
+            spec = load_spec(name)
+            for case in plan(spec):
+                simulate(case.flowmap, "capture", sim_config(spec, duration_s))
+    finally:
+        del POLICIES["capture"]
     return probs
 
 
