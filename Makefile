@@ -10,7 +10,7 @@ OUT    ?= out
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 RUST   := rust/coflow_core/Cargo.toml rust/coflow_core/pyproject.toml $(wildcard rust/coflow_core/src/*.rs)
 
-.PHONY: demo test lint install clean
+.PHONY: demo test lint docs install clean
 
 $(STAMP): pyproject.toml $(RUST)
 	$(BASEPY) -m venv --system-site-packages $(VENV)
@@ -30,6 +30,10 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests perf
+	$(PY) -m streamband.docs docs --check
+
+docs: $(STAMP)
+	$(PY) -m streamband.docs docs
 
 clean:
 	rm -rf $(OUT) .pytest_cache build

@@ -20,6 +20,7 @@ from streamband.cli import app
 from streamband.experiments.spec import builtin_spec
 
 runner = CliRunner()
+FIXTURE = HealthCheck.function_scoped_fixture  # each example makes its own files
 
 
 def tiny_spec() -> dict:
@@ -248,7 +249,7 @@ def _paths(node: object, prefix: str = "") -> list[str]:
 PATHS = _paths(tiny_spec())
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, suppress_health_check=[FIXTURE])
 @given(edits=st.lists(st.tuples(st.sampled_from(PATHS), st.one_of(JUNK, st.just(KeyError))),
                       min_size=1, max_size=3))
 def test_fuzz_specs_never_traceback(tmp_path_factory, edits):
@@ -290,7 +291,7 @@ def test_fuzz_testbed_specs_never_traceback(text):
         assert res.output.count("\n") == 1 and res.output.startswith("error: "), res.output
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, suppress_health_check=[FIXTURE])
 @given(seconds=st.one_of(st.floats(allow_nan=True, allow_infinity=True).filter(
            lambda x: not (1.0 <= x <= 86_400.0)), st.text(max_size=5)),
        repeat=st.one_of(st.integers(-10**6, 0), st.integers(101, 10**6), st.text(max_size=4)),
