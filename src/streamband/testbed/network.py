@@ -3,8 +3,8 @@
 Switches are OVS bridges on the userspace datapath (``datapath_type=netdev``),
 OpenFlow 1.3, secure fail mode, connected to the project's controller; links are
 veth pairs shaped by HTB (Mininet's ``TCLink``) at the model's capacities, with
-offloads off on both ends (TCP stalls on the userspace datapath otherwise). ARP is static. On topologies with
-more than one switch the testbed installs one path per host pair from
+offloads off on both ends (TCP stalls on the userspace datapath otherwise). ARP is
+static. On topologies with more than one switch the testbed installs one path per host pair from
 :class:`streamband.model.routing.Router` (ECMP by pair) in table 1, since plain
 L2 learning floods forever on their loops.
 """
