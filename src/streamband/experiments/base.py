@@ -38,6 +38,9 @@ class Check:
     measured: str
     ok: bool
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ok", bool(self.ok))  # numpy's bool_ is not JSON's bool
+
 
 @dataclass
 class Comparison:
