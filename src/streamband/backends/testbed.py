@@ -170,8 +170,8 @@ class TestbedRunner:
         client = ControllerClient(tb.spec.api)
         client.delete_meters()
         client.delete_classes()
-        tag = (f"{re.sub(r'[^A-Za-z0-9.=_-]+', '_', spec.experiment)}-{case.network.name}-"
-               f"{case.bandwidth_mbps:g}-{case.placement}-{policy}")
+        slug = re.sub(r"[^\w.=-]+", "_", spec.experiment)
+        tag = f"{slug}-{case.network.name}-{case.bandwidth_mbps:g}-{case.placement}-{policy}"
         run_dir = self.out / tag
         profiler = HarnessProfiler(run_dir, [e.id for e in flows])
         linkstats = ControllerLinkStats(client, topo.capacities, tb.link_ports(), routing, keys)
@@ -192,7 +192,7 @@ class TestbedRunner:
                           weights=np.array([float(e.tuple_bytes) for e in flows]), apps=apps,
                           params=spec.appfair.params(), classer=classer)
         enforcer.enforce(np.full(len(flows), np.inf))  # counting rules before traffic
-        loop = LiveLoop(manager, log=run_dir.with_suffix(".alloc.jsonl"))
+        loop = LiveLoop(manager, log=run_dir.parent / f"{run_dir.name}.alloc.jsonl")
         before = {p["name"]: p for p in client.ports(fresh=True)}
         samples: list[tuple[float, np.ndarray]] = []
         carried: list[tuple[float, np.ndarray]] = []  # each flow's bytes sent so far

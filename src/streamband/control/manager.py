@@ -1,6 +1,8 @@
 """The manager loop of 000 Fig. 4 / Algorithm 1: every Δt, observe the flow states
 (profiler) and the links' allocatable capacities (link statistics), decide with a
-policy, act through an enforcer. One loop for every backend.
+policy, act through an enforcer (rates, as meters) and a class enforcer (strict-priority
+classes, 000 §VII). One loop for every backend; it also keeps what a policy carries
+from one step to the next (App-Fair's history of eq. 5).
 
 Division of labour in ``control/``: :mod:`.manager` is the loop and the three adapter
 interfaces it talks to (:class:`Profiler`, :class:`LinkStats`, :class:`Enforcer`);

@@ -2,12 +2,13 @@
 App-aware inside App-Fair (``hierarchical``).
 
 Five competing applications, App-i with i flows (i = 1..5), share the downlink of one
-worker of an 8-worker star at 20 Mbit/s. Under TCP each application's throughput grows
-with its number of flows (000: Jain's index 84 %); App-Fair (eq. 5, Δt = 10 s) groups
-the applications by throughput into strict-priority classes, lowest first (000: 98, 99,
-99, 98 % at α = 0.25, 0.5, 0.75, 1). ``hierarchical`` adds App-aware's meters (000
-Algorithm 1) inside each application's share, which moves bandwidth between an
-application's own flows, never between applications.
+worker of a 16-worker star at 20 Mbit/s (every source on its own worker). Under TCP
+each application's throughput grows with its number of flows (000: Jain's index 84 %);
+App-Fair (eq. 5, Δt = 10 s) groups the applications by throughput into strict-priority
+classes, lowest first (000: 98, 99, 99, 98 % at α = 0.25, 0.5, 0.75, 1).
+``hierarchical`` adds App-aware's meters (000 Algorithm 1) inside each application's
+share, which moves bandwidth between an application's own flows, never between
+applications.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ TESTBED_WHY = ("each of the six runs lasts 215 s instead of 000's 10 minutes: th
                "one slot more would count as unfairness that a longer run averages away)")
 LEGEND = {
     "Jain spread": "min-max of Jain's index over the repetitions",
-    "Jain": "Jain's index over the applications' Mbit/s on w8's downlink, each normalised "
+    "Jain": "Jain's index over the applications' Mbit/s on w16's downlink, each normalised "
             "by its max-min fair share (every application offers more than its share here, "
             "so this is Jain's index of the raw throughputs, as 000 §VII computes it)",
     "paper Jain": "000 §VII's index for the same policy and α",

@@ -140,8 +140,9 @@ class SweepSpec(_Strict):
 
 
 class AppFairSpec(_Strict):
-    """App-Fair's parameters (000 §VII; its Δt is ``sim.interval_s``), read by the
-    policies that share between applications (``appfair``, ``hierarchical``)."""
+    """App-Fair's parameters (000 §VII) for ``appfair`` and ``hierarchical``.
+
+    Its Δt is ``sim.interval_s``."""
 
     alpha: float = Field(0.5, gt=0, le=1, allow_inf_nan=False,
                          description="α of eq. (5): the weight of the average throughput up "
@@ -161,8 +162,7 @@ class AppFairSpec(_Strict):
 
 
 class ExperimentSpec(_Strict):
-    """One experiment: an application (or several sharing the network), networks x
-    bandwidths x placements x policies."""
+    """One experiment: one application or several, networks x bandwidths x placements x policies."""
 
     experiment: str = Field(min_length=1, description="the experiment's name")
     app: App | None = Field(None, description="the application (or give apps)")
