@@ -87,6 +87,7 @@ class Testbed:
         self.net: Any = None
         self.controller: subprocess.Popen[bytes] | None = None
         self.log_dir = log_dir or Path(tempfile.mkdtemp(prefix="streamband-testbed-"))
+        self.log_dir.mkdir(parents=True, exist_ok=True)
         self.procs: list[subprocess.Popen[Any]] = []
 
     # -- names ------------------------------------------------------------------
