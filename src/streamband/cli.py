@@ -27,6 +27,7 @@ from streamband.runner import Done, execute, write_outputs
 from streamband.sdn.cli import controller
 from streamband.sim.coflow.cli import app as coflow_app
 from streamband.spec import ExperimentSpec, PlacementSpec, SpecError, builtin_spec, load_spec
+from streamband.storm.cli import app as storm_app
 from streamband.testbed.cli import app as testbed_app
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
@@ -34,6 +35,7 @@ app = typer.Typer(no_args_is_help=True, add_completion=False,
 app.add_typer(coflow_app, name="coflow")
 app.add_typer(locality_app, name="locality")
 app.add_typer(testbed_app, name="testbed")
+app.add_typer(storm_app, name="storm")
 app.command("controller")(controller)
 console = Console()
 if not console.is_terminal:  # logs and CI: wide enough for the tables

@@ -313,7 +313,8 @@ def _spec_dict(spec: ClusterSpec) -> dict[str, Any]:
 
 def spec_from_state(st: dict[str, Any]) -> ClusterSpec:
     d = dict(st["spec"])
-    return ClusterSpec(master=Host(**d.pop("master")), workers=[Host(**w) for w in d.pop("workers")],
+    return ClusterSpec(master=Host(**d.pop("master")),
+                       workers=[Host(**w) for w in d.pop("workers")],
                        work_dir=Path(d.pop("work_dir")), **d)
 
 

@@ -60,7 +60,8 @@ def _need(tool: str) -> str:
     path = shutil.which(tool)
     if not path:
         raise PreconditionError(
-            f"{tool} not found: Storm needs Java 17 and Maven (apt-get install openjdk-17-jdk maven)")
+            f"{tool} not found: Storm needs Java 17 and Maven "
+            "(apt-get install openjdk-17-jdk-headless maven)")
     return path
 
 
@@ -101,7 +102,8 @@ def ensure_home(progress: ProgressFn | None = None) -> Path:
         shutil.copytree(tmp / "lib", tmp / "lib-worker")
         for d in ("conf", "extlib", "extlib-daemon", "log4j2"):
             (tmp / d).mkdir(exist_ok=True)
-        (tmp / "conf" / "storm.yaml").write_text("# each daemon gets its own file: -Dstorm.conf.file\n")
+        (tmp / "conf" / "storm.yaml").write_text(
+            "# each daemon gets its own file: -Dstorm.conf.file\n")
         (tmp / "log4j2" / "cluster.xml").write_text(
             _LOG4J.format(path="${sys:storm.log.dir}/${sys:logfile.name}"))
         (tmp / "log4j2" / "worker.xml").write_text(_LOG4J.format(
