@@ -27,6 +27,9 @@ from streamband.testbed.registry import RUN_DIR, marked_env
 
 STATE = RUN_DIR / "storm.json"
 TAG = "STREAMBAND_STORM"
+# ZooKeeper's client looks its server's name up for SASL; a testbed host has no DNS, so
+# every connection would wait ~12 s for the lookup to time out
+NO_DNS = "-Dzookeeper.sasl.client=false"
 NIMBUS_PORT, ZK_PORT, SUPERVISOR_PORT, COLLECTOR_PORT = 6627, 2181, 6628, 7070
 
 
@@ -119,7 +122,7 @@ class StormCluster:
             "storm.scheduler": "streamband.storm.PinScheduler",
             "worker.heap.memory.mb": s.worker_heap_mb,
             "topology.worker.max.heap.size.mb": float(s.worker_heap_mb),
-            "worker.childopts": "-Xmx%HEAP-MEM%m -XX:+UseSerialGC",
+            "worker.childopts": f"-Xmx%HEAP-MEM%m -XX:+UseSerialGC {NO_DNS}",
             "topology.metrics.reporters": [{
                 "class": "streamband.storm.FlowReporter", "report.period": 1,
                 "report.period.units": "SECONDS", "manager": s.collector}],
@@ -135,7 +138,7 @@ class StormCluster:
              cp_extra: list[str] | None = None, logfile: str | None = None) -> list[str]:
         cp = [str(self.home / "lib" / "*"), str(self.home / "extlib" / "*"),
               *(cp_extra or []), str(self.home / "conf")]
-        cmd = ["java", f"-Xmx{heap_mb}m", "-XX:+UseSerialGC", "-cp", ":".join(cp),
+        cmd = ["java", f"-Xmx{heap_mb}m", "-XX:+UseSerialGC", NO_DNS, "-cp", ":".join(cp),
                f"-Dstorm.home={self.home}", f"-Dstorm.conf.file={self.conf_file(host)}",
                f"-Dstorm.log.dir={self.work / host.name / 'logs'}",
                f"-Dlogfile.name={logfile or main.rsplit('.', 1)[-1].lower() + '.log'}",
