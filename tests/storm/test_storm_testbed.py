@@ -125,8 +125,7 @@ def test_foreign_topology_is_profiled(storm_testbed, tmp_path: Path):
     assert missing == []
     prof = StormProfiler(cluster.work / "profile.json", info["id"], pairs,
                          hint_bytes=[64.0] * len(pairs))
+    time.sleep(1.5)
     prof.flow_state()
-    time.sleep(2.5)
-    state = prof.flow_state()
-    assert (state.sent > 0).all(), dict(zip([p.name for p in pairs], state.sent, strict=True))
+    assert prof.last is not None and min(prof.last["msgs_total"]) > 0, prof.last
     cluster.kill("wc")

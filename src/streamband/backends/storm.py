@@ -91,6 +91,7 @@ class StormProfiler:
         self._lr = np.zeros(n)
         self.samples = 0
         self.last: dict[str, Any] | None = None
+        self.flow_state()  # the baseline: the first interval starts now
 
     def _kernel(self) -> list[TcpSocket | None]:
         if self.sockets is None:
@@ -152,7 +153,7 @@ class StormProfiler:
         self._msgs, self._acked, self._ls, self._lr = msgs, acked, ls, lr
         self._conn = [s.four_tuple if s else None for s in kernel]
         self.samples += 1
-        self.last = {"sent": d_bytes.tolist(), "ls": ls.tolist(), "lr": lr.tolist(),
+        self.last = {"sent": d_bytes.tolist(), "msgs_total": msgs.tolist(), "ls": ls.tolist(), "lr": lr.tolist(),
                      "msgs": d_msgs.tolist(), "bytes_per_msg": self.bpm.tolist(),
                      "report_age_s": _age(snap, reports, self.pairs)}
         return state

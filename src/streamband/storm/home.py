@@ -143,3 +143,18 @@ def install_jar(home: Path, jar: Path) -> Path:
         shutil.copyfile(jar, tmp)
         tmp.replace(dst)
     return dst
+
+
+def main() -> None:
+    """``python -m streamband.storm.home``: fetch Storm and build streamband's jar now
+    (CI does this before the tests)."""
+    import time
+
+    t0 = time.monotonic()
+    home = ensure_home(lambda m: print(m, flush=True))
+    install_jar(home, streamband_jar(lambda m: print(m, flush=True)))
+    print(f"storm.home ready: {home} ({time.monotonic() - t0:.1f} s)")
+
+
+if __name__ == "__main__":
+    main()
