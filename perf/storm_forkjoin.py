@@ -7,7 +7,7 @@ the same running topology, in alternating order across repeats. The spout runs o
 at 1.1x the app-aware optimum of the placement's bottleneck link (20 Mbit/s shared by
 the tuple sizes that cross it), so TCP's equal split is the limit, not the source.
 
-    flock /tmp/streamband-testbed.lock .venv/bin/python perf/storm_forkjoin.py OUT [REPEATS] [SECONDS]
+    flock /tmp/streamband-testbed.lock .venv/bin/python perf/storm_forkjoin.py OUT [REPEATS] [S]
 """
 
 from __future__ import annotations
@@ -67,7 +67,8 @@ def main() -> None:
     finally:
         clean()
     print("left:", leftovers())
-    print(f"{'placement':10} {'tcp tps':>10} {'appaware tps':>13} {'gain median':>12} {'min..max':>16}")
+    print(f"{'placement':10} {'tcp tps':>10} {'appaware tps':>13} {'gain median':>12} "
+          f"{'min..max':>16}")
     for tp in BOTTLENECK_KB:
         by = {p: [r["throughput_tps"] for r in rows if r["placement"] == tp and r["policy"] == p]
               for p in ("tcp", "appaware")}

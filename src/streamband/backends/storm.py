@@ -153,8 +153,8 @@ class StormProfiler:
         self._msgs, self._acked, self._ls, self._lr = msgs, acked, ls, lr
         self._conn = [s.four_tuple if s else None for s in kernel]
         self.samples += 1
-        self.last = {"sent": d_bytes.tolist(), "msgs_total": msgs.tolist(), "ls": ls.tolist(), "lr": lr.tolist(),
-                     "msgs": d_msgs.tolist(), "bytes_per_msg": self.bpm.tolist(),
+        self.last = {"sent": d_bytes.tolist(), "msgs_total": msgs.tolist(), "ls": ls.tolist(),
+                     "lr": lr.tolist(), "msgs": d_msgs.tolist(), "bytes_per_msg": self.bpm.tolist(),
                      "report_age_s": _age(snap, reports, self.pairs)}
         return state
 
