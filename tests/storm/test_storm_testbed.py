@@ -22,19 +22,20 @@ SECONDS = 60.0
 def test_fork_join_tcp_then_appaware(storm_testbed, tmp_path):
     tb, cluster = storm_testbed
     ips = (tb.ip("w1"), tb.ip("w2"))
-    # TP2 (001 Fig. 1b): A, C on w1; B, D on w2; A->B (8 KB) and C->D (3 KB) share w1's
-    # uplink. 210 tuples/s needs 21 Mbit/s there: more than 20 Mbit/s under TCP's halves
-    # (A->B at 10 Mbit/s carries 152 tuples/s), less than app-aware's 222 tuples/s.
+    # TP1 (001 Fig. 1b): A, B on w1; C, D on w2; A->C (4 KB) and B->D (6 KB) share w1's
+    # uplink. At 300 tuples/s, TCP's halves hold B->D near 200 tuples/s while the join
+    # could take 244 (20 Mbit/s split 4:6). A and B are separate workers, so only B's
+    # large receive queue (minutes to fill) couples them: TCP does not balance itself.
     cluster.submit(cluster.jar, FORK_JOIN.main, "fj", {
-        "bench.rate": 210, "streamband.placement": fork_join_placement("TP2", ips)})
+        "bench.rate": 300, "streamband.placement": fork_join_placement("TP1", ips)})
     info = cluster.wait_running("fj")
     where = placement(info)
-    assert [w.host for c in "ABCD" for w in where[c]] == [ips[0], ips[1], ips[0], ips[1]]
+    assert [w.host for c in "ABCD" for w in where[c]] == [ips[0], ips[0], ips[1], ips[1]]
     assert len({w for ws in where.values() for w in ws}) == 4  # one executor per worker
     mt = ManagedTopology(tb, cluster, info, FORK_JOIN)
     # the meters' matches are the receiving workers' slot ports, as Nimbus placed them
     expected = [{"src_ip": ips[0], "dst_ip": ips[1], "proto": "tcp", "dst_port": where[d][0].port}
-                for d in "BD"]
+                for d in "CD"]
     assert [{k: v for k, v in key.items() if k != "src_port"} for key in mt.keys] == expected
     time.sleep(10)  # warm-up, excluded
     tcp = mt.run("tcp", SECONDS, log=tmp_path / "tcp.jsonl")

@@ -119,7 +119,7 @@ class ManagedTopology:
                           profiler=profiler, linkstats=linkstats, enforcer=enforcer, dt=dt,
                           weights=np.array(self.bytes))
         enforcer.enforce(np.full(len(self.pairs), np.inf))
-        time.sleep(1.0)  # the counting rules' first poll
+        time.sleep(2.0)  # the counting rules' first polls
         linkstats.allocatable()
         loop = LiveLoop(manager, log=log)
         before = self.totals()
