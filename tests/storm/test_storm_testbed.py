@@ -130,3 +130,40 @@ def test_foreign_topology_is_profiled(storm_testbed, tmp_path: Path):
     prof.flow_state()
     assert prof.last is not None and min(prof.last["msgs_total"]) > 0, prof.last
     cluster.kill("wc")
+
+
+@pytest.mark.parametrize("topology", ["TrendingTopics", "TruckingIoT"])
+def test_benchmark_topology_runs(storm_testbed, topology):
+    """000's Trending Topics and Trucking IoT, pinned across both hosts: paced sources,
+    every tuple acked, the sink measures throughput and event-time latency."""
+    from streamband.backends.storm import app_totals
+    from streamband.storm.words import english_words
+
+    tb, cluster = storm_testbed
+    w1, w2 = tb.ip("w1"), tb.ip("w2")
+    if topology == "TrendingTopics":
+        conf = {"bench.rate": 100, "bench.words": english_words(2000), "bench.k": 20,
+                "streamband.placement": {"tweets": [w1], "split": [w1], "count": [w2],
+                                         "topk": [w2], "report": [w1]}}
+    else:
+        conf = {"bench.rate": 100, "streamband.placement": {
+            "trucks": [w1], "traffic": [w2], "combine": [w2], "score": [w1]}}
+    name = topology.lower()
+    cluster.submit(cluster.jar, f"streamband.storm.topo.{topology}", name, conf)
+    info = cluster.wait_running(name)
+    deadline = time.monotonic() + 90  # the workers' JVMs start on 2 cores
+    while "sink.count" not in app_totals(read_snapshot(cluster.work / "profile.json"),
+                                         info["id"]) and time.monotonic() < deadline:
+        time.sleep(1)
+    time.sleep(5)
+    t0 = app_totals(read_snapshot(cluster.work / "profile.json"), info["id"])
+    time.sleep(10)
+    t1 = app_totals(read_snapshot(cluster.work / "profile.json"), info["id"])
+    cluster.kill(name)
+    emitted = t1["spout.emitted"] - t0["spout.emitted"]
+    assert 0.7 * 100 * 10 <= emitted <= 1.3 * 100 * 10 * (2 if topology == "TruckingIoT" else 1)
+    assert t1.get("spout.failed", 0) == 0 and t1["spout.acked"] > 0
+    got = t1["sink.count"] - t0["sink.count"]
+    assert got > 0
+    latency = (t1["sink.latency_sum_ms"] - t0["sink.latency_sum_ms"]) / got
+    assert 0 < latency < 10_000
