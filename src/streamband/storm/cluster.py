@@ -325,10 +325,13 @@ def attach() -> StormCluster:
     """The cluster that ``streamband storm up`` started."""
     try:
         st = json.loads(STATE.read_text())
-    except (OSError, json.JSONDecodeError):
-        raise PreconditionError("no Storm cluster is up: run `streamband storm up`") from None
-    c = StormCluster(spec_from_state(st), home=Path(st["home"]))
-    return c
+        alive = _alive_cluster(st)
+    except (OSError, json.JSONDecodeError, AttributeError):
+        alive = False
+    if not alive:
+        STATE.unlink(missing_ok=True)
+        raise PreconditionError("no Storm cluster is up: run `streamband storm up`")
+    return StormCluster(spec_from_state(st), home=Path(st["home"]))
 
 
 def tagged_processes(tag: str) -> list[int]:
