@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from streamband.control.api_client import ControllerClient
-from streamband.storm.cluster import StormCluster, testbed_spec
+from streamband.storm.cluster import StormCluster, testbed_spec, usage
 from streamband.storm.manage import FORK_JOIN, ManagedTopology, fork_join_placement
 from streamband.testbed.clean import clean, leftovers
 from streamband.testbed.network import Testbed
@@ -61,6 +61,14 @@ def main() -> None:
                               f"latency {r['latency_ms'] or 0:.0f} ms failed {r['failed']:.0f}",
                               flush=True)
                         (out / "runs.json").write_text(json.dumps(rows, indent=1))
+                    if rep == 0 and tp == "TP1":
+                        use = usage(str(cluster.work))
+                        (out / "usage.json").write_text(json.dumps(use, indent=1))
+                        for role in sorted({u["role"] for u in use}):
+                            us = [u for u in use if u["role"] == role]
+                            print(f"  {role:11} x{len(us)}: RSS " + ", ".join(
+                                f"{u['rss_mb']:.0f}" for u in us) + " MB; CPU " + ", ".join(
+                                f"{u['cpu_s']:.0f}" for u in us) + " s", flush=True)
                     cluster.kill(name)
                     time.sleep(5)
             cluster.stop()

@@ -366,6 +366,30 @@ def stop_tagged(tag: str, grace_s: float = 3.0) -> list[int]:
     return pids
 
 
+_ROLES = (("ZooKeeperServerMain", "zookeeper"), ("daemon.nimbus.Nimbus", "nimbus"),
+          ("daemon.supervisor.Supervisor", "supervisor"), ("daemon.worker.Worker", "worker"),
+          ("LogWriter", "log writer"), ("streamband.storm.collector", "collector"))
+
+
+def usage(tag: str) -> list[dict[str, Any]]:
+    """Memory (RSS, MB) and CPU time (s) of every process of the cluster ``tag``."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = []
+    for pid in tagged_processes(tag):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            rss = next(int(ln.split()[1]) for ln in Path(f"/proc/{pid}/status").read_text()
+                       .splitlines() if ln.startswith("VmRSS:"))
+        except (OSError, StopIteration, ValueError):
+            continue
+        role = next((r for k, r in _ROLES if k in cmd), None)
+        if role:
+            out.append({"pid": pid, "role": role, "rss_mb": rss / 1024,
+                        "cpu_s": (int(stat[11]) + int(stat[12])) / tick})
+    return out
+
+
 def _alive_cluster(st: dict[str, Any]) -> bool:
     return bool(tagged_processes(st.get("work", "")))
 
