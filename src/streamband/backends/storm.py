@@ -13,7 +13,10 @@ Storm counts task messages, not bytes. Conversions, per flow and interval:
   ``sent`` messages times ``b``;
 - ``L^s_f`` (sender backlog): the socket's send queue (bytes, kernel) plus ``b`` times
   Netty's pending messages and the flow's share of the worker's transfer queue (shared
-  by all the worker's destinations, split by their messages sent in the interval);
+  by all the worker's destinations, split by the messages each has sent); with
+  ``input_queue``, also ``b`` times the flow's share of the sending executor's receive
+  queue: once Netty's buffer passes its high watermark the executor blocks and the
+  flow's backlog waits there as input tuples, one output tuple each;
 - ``L^r_f`` (receiver backlog): ``b`` times the receive-queue population of the
   receiving worker's executors, split among the flows into that worker by their
   messages in the interval (one receive queue per executor mixes all its inputs).
@@ -77,11 +80,12 @@ class StormProfiler:
 
     def __init__(self, snapshot: Path, topology: str, pairs: list[WorkerPair],
                  sockets: SocketReader | None = None,
-                 hint_bytes: list[float] | None = None) -> None:
+                 hint_bytes: list[float] | None = None, input_queue: bool = True) -> None:
         self.snapshot_path = Path(snapshot)
         self.topology = topology
         self.pairs = pairs
         self.sockets = sockets
+        self.input_queue = input_queue
         n = len(pairs)
         self.bpm = np.asarray(hint_bytes if hint_bytes is not None else np.zeros(n), float)
         self._msgs = np.zeros(n)
@@ -132,7 +136,11 @@ class StormProfiler:
                 continue
             tot = sum(max(c.get("sent", 0), 0) for c in rep.get("clients", {}).values())
             share = msgs[i] / tot if tot else 1.0 / max(len(rep.get("clients", {})), 1)
-            xfer[i] = rep.get("transfer_queue", 0) * share
+            queued = rep.get("transfer_queue", 0)
+            if self.input_queue:
+                queued += sum(v for k, v in rep.get("receive", {}).items()
+                              if not k.startswith("__"))
+            xfer[i] = queued * share
         send_q = np.array([s.send_q if s else 0.0 for s in kernel], float)
         ls = send_q + self.bpm * (pending + xfer)
         # the receiving worker's receive queues, split among the flows into it

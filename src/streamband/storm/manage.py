@@ -102,14 +102,14 @@ class ManagedTopology:
         return t
 
     def run(self, policy: str, seconds: float, dt: float = 1.0,
-            log: Path | None = None) -> dict[str, Any]:
+            log: Path | None = None, input_queue: bool = True) -> dict[str, Any]:
         """``policy`` (``tcp`` = no meters, else an allocation policy) for ``seconds``;
-        returns the window's row."""
+        returns the window's row (``input_queue``: see :class:`StormProfiler`)."""
         tb = self.tb
         client = ControllerClient(tb.spec.api)
         client.delete_meters()
         profiler = StormProfiler(self.cluster.work / "profile.json", self.info["id"],
-                                 self.pairs, self.read, self.bytes)
+                                 self.pairs, self.read, self.bytes, input_queue)
         linkstats = ControllerLinkStats(client, tb.topo.capacities, tb.link_ports(),
                                         self.routing, self.keys)
         enforcer = (CountingEnforcer(client, self.keys, dt) if policy == "tcp"
