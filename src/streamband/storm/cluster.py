@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -157,6 +158,8 @@ class StormCluster:
                                     "`streamband storm down`")
         try:
             for h in [s.master, *s.workers]:
+                # a new cluster: no ZooKeeper data, blobs or assignments of an old one
+                shutil.rmtree(self.work / h.name, ignore_errors=True)
                 (self.work / h.name / "logs").mkdir(parents=True, exist_ok=True)
                 self.conf_file(h).write_text(yaml.safe_dump(self.conf(h), sort_keys=True))
             m = s.master
