@@ -369,9 +369,10 @@ def stop_tagged(tag: str, grace_s: float = 3.0) -> list[int]:
     return pids
 
 
-_ROLES = (("ZooKeeperServerMain", "zookeeper"), ("daemon.nimbus.Nimbus", "nimbus"),
-          ("daemon.supervisor.Supervisor", "supervisor"), ("daemon.worker.Worker", "worker"),
-          ("LogWriter", "log writer"), ("streamband.storm.collector", "collector"))
+# the log writer's command line holds its worker's: it is matched first
+_ROLES = (("LogWriter", "log writer"), ("ZooKeeperServerMain", "zookeeper"),
+          ("daemon.nimbus.Nimbus", "nimbus"), ("daemon.supervisor.Supervisor", "supervisor"),
+          ("daemon.worker.Worker", "worker"), ("streamband.storm.collector", "collector"))
 
 
 def usage(tag: str) -> list[dict[str, Any]]:
