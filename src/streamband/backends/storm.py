@@ -6,9 +6,10 @@ snapshot) combined with the kernel's view of each connection
 
 Storm counts task messages, not bytes. Conversions, per flow and interval:
 
-- bytes per message ``b``: the kernel's cumulative ``bytes_acked`` of the flow's socket
-  over Storm's cumulative ``sent`` messages of that connection (both count from the
-  connection's start); before the first sample, the caller's hint (the tuple size);
+- bytes per message ``b``: the bytes written to the flow's socket (the kernel's
+  cumulative ``bytes_acked`` plus its send queue) over Storm's cumulative ``sent``
+  messages of that connection (Netty counts a message once written to the socket; both
+  count from the connection's start); before the first sample, the caller's hint;
 - ``V_f`` (sent): the kernel's ``bytes_acked`` growth; without a socket, the growth of
   ``sent`` messages times ``b``;
 - ``L^s_f`` (sender backlog): the socket's send queue (bytes, kernel) plus ``b`` times
@@ -125,7 +126,8 @@ class StormProfiler:
         acked = np.array([s.bytes_acked if s else 0.0 for s in kernel], float)
         for i, s in enumerate(kernel):
             if s is not None and msgs[i] > 0 and s.bytes_acked > 0:
-                self.bpm[i] = s.bytes_acked / msgs[i]
+                # Storm counts a message sent once Netty wrote it to the socket
+                self.bpm[i] = (s.bytes_acked + s.send_q) / msgs[i]
         same = [s is not None and s.four_tuple == self._conn[i] for i, s in enumerate(kernel)]
         d_bytes = np.where(same, np.maximum(acked - self._acked, 0.0), d_msgs * self.bpm)
         # the sender worker's transfer queue, split among its destinations by messages
