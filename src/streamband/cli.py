@@ -29,10 +29,12 @@ def _mount() -> None:
     from streamband.locality.cli import app as locality_app
     from streamband.sdn.cli import controller
     from streamband.sim.coflow.cli import app as coflow_app
+    from streamband.storm.cli import app as storm_app
     from streamband.testbed.cli import app as testbed_app
 
     app.add_typer(coflow_app, name="coflow")
     app.add_typer(locality_app, name="locality")
+    app.add_typer(storm_app, name="storm")
     app.add_typer(testbed_app, name="testbed")
     app.command("controller")(controller)
 
