@@ -27,6 +27,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
@@ -40,6 +41,9 @@ from streamband.alloc.base import AllocProblem, FlowState
 from streamband.alloc.common import bottlenecked_links, entries
 from streamband.alloc.maxmin import maxmin_rates_numpy
 from streamband.model.fabric import FatTreeFabric
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from test_alloc_cases import paper_problems  # noqa: E402  (the tests' captured problems)
 
 Alloc = Callable[[AllocProblem], np.ndarray]
 
@@ -77,33 +81,6 @@ def fat_tree_problems(k: int, n_flows: int, n_states: int, rng: np.random.Genera
 
     return [AllocProblem(r, cap, kinds, FlowState(*(metric() for _ in range(5))), 1.0)
             for _ in range(n_states)]
-
-
-def paper_problems(duration_s: float) -> list[AllocProblem]:
-    """The allocation problems the manager loop really solves for the papers' apps:
-    001's fork-join (TP1-TP3) and 000's Trending Topics and Trucking IoT (edge and
-    multi-hop, 10-20 Mbit/s), captured from fluid-simulator runs under appaware."""
-    from streamband.alloc.registry import POLICIES as REGISTRY
-    from streamband.alloc.registry import PolicyEntry
-    from streamband.backends.sim import sim_config, simulate
-    from streamband.experiments.runner import plan
-    from streamband.experiments.spec import load_spec
-
-    probs: list[AllocProblem] = []
-
-    def capture(p: AllocProblem) -> np.ndarray:
-        probs.append(p)
-        return appaware(p)
-
-    REGISTRY["capture"] = PolicyEntry("capture", "loop", capture, "appaware, recorded")
-    try:
-        for name in ("paper-001", "paper-000-tt", "paper-000-ti"):
-            spec = load_spec(name)
-            for case in plan(spec):
-                simulate(case.flowmap, "capture", sim_config(spec, duration_s))
-    finally:
-        del REGISTRY["capture"]
-    return probs
 
 
 # -- measuring -------------------------------------------------------------------------
