@@ -55,8 +55,9 @@ pub fn appaware<I: Ix>(
     let nl = r.n_links;
     let dt = s.dt;
     // D_f of eq. (3): (V + 2 L^s(t+Δt) - L^s(t)) bytes over Δt, in bit/s
-    let demand: Vec<f64> =
-        table_from(nf, |f| 8.0 * np_max(s.sent[f] + 2.0 * s.ls1[f] - s.ls0[f], 0.0) / dt);
+    let demand: Vec<f64> = table_from(nf, |f| {
+        8.0 * np_max(s.sent[f] + 2.0 * s.ls1[f] - s.ls0[f], 0.0) / dt
+    });
     // line 11: bottlenecked links
     let bott: Vec<bool> = match given_bott {
         Some(b) => table_from(nl, |l| b[l] != 0),
@@ -66,7 +67,11 @@ pub fn appaware<I: Ix>(
         }
     };
     let cls: Vec<u8> = table_from(nl, |l| {
-        let k = if (UPLINK..=INTERNAL).contains(&kind[l]) { kind[l] as u8 } else { 3 };
+        let k = if (UPLINK..=INTERNAL).contains(&kind[l]) {
+            kind[l] as u8
+        } else {
+            3
+        };
         k | if bott[l] { B } else { 0 }
     });
     let rho_of = |f: usize| (s.sent[f] - s.lr1[f] + s.lr0[f]) / dt; // ρ_f of eq. (4), bytes/s
@@ -134,7 +139,11 @@ pub fn appaware<I: Ix>(
     // flow's links); then the load R^T x for the capacity cap of eq. (1a)
     if any_ic {
         for l in 0..nl {
-            d_c[l] = if d_c[l] > cap[l] { cap[l] / d_c[l] } else { 1.0 };
+            d_c[l] = if d_c[l] > cap[l] {
+                cap[l] / d_c[l]
+            } else {
+                1.0
+            };
         }
     }
     let factor = d_c;
@@ -198,13 +207,18 @@ pub fn appaware<I: Ix>(
 struct Downlinks {
     head: Vec<u32>, // bucket l is ent[head[l]..head[l + 1]]
     fill: Vec<u32>,
-    rmax: Vec<f64>,                // largest ρ > 0 on the link, 0 if none
+    rmax: Vec<f64>,                 // largest ρ > 0 on the link, 0 if none
     ent: Vec<(f64, f64, f64, u32)>, // (t = L^r / ρ, a = 8 ρ / Δt, b = 8 L^r / Δt, flow)
 }
 
 impl Downlinks {
     fn new(nl: usize) -> Self {
-        Downlinks { head: table(nl + 1, 0), fill: Vec::new(), rmax: table(nl, 0.0), ent: Vec::new() }
+        Downlinks {
+            head: table(nl + 1, 0),
+            fill: Vec::new(),
+            rmax: table(nl, 0.0),
+            ent: Vec::new(),
+        }
     }
 
     fn count(&mut self, l: usize, rho: f64) {

@@ -18,7 +18,11 @@ pub fn room<T>(n: usize) -> Vec<T> {
         if p + bytes > start {
             // SAFETY: advice on pages inside the allocation just made; no data there yet.
             unsafe {
-                libc::madvise(start as *mut libc::c_void, p + bytes - start, libc::MADV_HUGEPAGE);
+                libc::madvise(
+                    start as *mut libc::c_void,
+                    p + bytes - start,
+                    libc::MADV_HUGEPAGE,
+                );
             }
         }
     }
@@ -79,6 +83,12 @@ impl<'a, I: Ix> Csr<'a, I> {
             return Err("routing: indptr is empty".into());
         }
         let nnz = indices.len();
+        if nnz >= u32::MAX as usize
+            || indptr.len() >= u32::MAX as usize
+            || n_links >= u32::MAX as usize
+        {
+            return Err("routing: more than 2^32 - 1 flows, links or entries".into());
+        }
         if indptr[0].ix() != 0 || !indptr[0].valid(0) {
             return Err("routing: indptr[0] must be 0".into());
         }
@@ -89,12 +99,18 @@ impl<'a, I: Ix> Csr<'a, I> {
         }
         if n_links > 0 {
             if let Some(bad) = indices.iter().position(|&l| !l.valid(n_links - 1)) {
-                return Err(format!("routing: entry {bad} names a link outside 0..{n_links}"));
+                return Err(format!(
+                    "routing: entry {bad} names a link outside 0..{n_links}"
+                ));
             }
         } else if !indices.is_empty() {
             return Err("routing: entries but no links".into());
         }
-        Ok(Csr { indptr, indices, n_links })
+        Ok(Csr {
+            indptr,
+            indices,
+            n_links,
+        })
     }
 
     pub fn nnz(&self) -> usize {
@@ -241,23 +257,29 @@ pub fn backfill<I: Ix>(
     drop(map);
     let mut xc: Vec<f64> = table_from(flows.len(), |k| x[flows[k] as usize]);
     let mut inc: Vec<f64> = table(flows.len(), 0.0);
-    let mut cnt = table(n, 0u32);
+    let mut cnt = table(n, 0u32); // growable flows per bottlenecked link
+    for &c in &ent {
+        if c < nb {
+            cnt[c as usize] += 1;
+        }
+    }
     let mut inc_load = table(n, 0.0);
     let mut full = table(n, false);
-    let mut factor = table(n, 1.0);
+    let mut factor = table(n, 1.0); // of the cut links
     let mut mark = table(n, 0u8); // 1: the link is cut, 2: a flow on it was
     for _ in 0..MAX_ITER {
         // drop the flows blocked by a full link (the others keep their order), and sum
-        // x and count the growable flows on each bottlenecked link
-        for rd in &mut res_den[..nb as usize] {
-            rd.1 = 0.0;
-        }
-        cnt[..nb as usize].fill(0);
+        // x of the growable flows on each bottlenecked link (den is 0 here)
         let (mut w, mut we, mut a) = (0usize, 0usize, 0usize);
         for k in 0..flows.len() {
             let b = ptr[k + 1] as usize;
             if ent[a..b].iter().any(|&c| full[c as usize]) {
                 x[flows[k] as usize] = xc[k];
+                for &c in &ent[a..b] {
+                    if c < nb {
+                        cnt[c as usize] -= 1;
+                    }
+                }
                 a = b;
                 continue;
             }
@@ -271,7 +293,6 @@ pub fn backfill<I: Ix>(
                 we += 1;
                 if c < nb {
                     res_den[c as usize].1 += xf;
-                    cnt[c as usize] += 1;
                 }
             }
             flows[w] = flows[k];
@@ -288,7 +309,7 @@ pub fn backfill<I: Ix>(
             break;
         }
         // a flow's increase: its smallest share of a link's leftover, in proportion to x
-        inc_load.fill(0.0);
+        // (inc_load is 0 here)
         for k in 0..w {
             let (a, b) = (ptr[k] as usize, ptr[k + 1] as usize);
             let es = &ent[a..b];
@@ -304,7 +325,11 @@ pub fn backfill<I: Ix>(
             for &c in es {
                 if c < nb {
                     let (res, den) = res_den[c as usize];
-                    let share = if den > 0.0 { res * xf / den } else { res / cnt[c as usize] as f64 };
+                    let share = if den > 0.0 {
+                        res * xf / den
+                    } else {
+                        res / cnt[c as usize] as f64
+                    };
                     m = np_min(m, share);
                     seen = true;
                 }
@@ -321,9 +346,12 @@ pub fn backfill<I: Ix>(
         let mut any_cut = false;
         for c in 0..n {
             let (res, load) = (res_den[c].0, inc_load[c]);
-            mark[c] = (load > res) as u8;
-            factor[c] = if load > res { res / load } else { 1.0 };
-            any_cut |= load > res;
+            let cut = load > res;
+            mark[c] = cut as u8;
+            if cut {
+                factor[c] = res / load;
+                any_cut = true;
+            }
         }
         if any_cut {
             for k in 0..w {
@@ -331,15 +359,14 @@ pub fn backfill<I: Ix>(
                 if es.iter().any(|&c| mark[c as usize] & 1 != 0) {
                     let mut m = f64::INFINITY;
                     for &c in es {
-                        m = np_min(m, factor[c as usize]);
-                        mark[c as usize] |= 2;
+                        let c = c as usize;
+                        m = np_min(m, if mark[c] & 1 != 0 { factor[c] } else { 1.0 });
+                        if mark[c] & 2 == 0 {
+                            mark[c] |= 2;
+                            inc_load[c] = 0.0;
+                        }
                     }
                     inc[k] *= m;
-                }
-            }
-            for c in 0..n {
-                if mark[c] & 2 != 0 {
-                    inc_load[c] = 0.0;
                 }
             }
             for k in 0..w {
@@ -356,7 +383,8 @@ pub fn backfill<I: Ix>(
             xc[k] += inc[k];
             inc_max = np_max(inc_max, inc[k]);
         }
-        // a full link's leftover counts as 0 from now on (numpy: res[fl] = 0)
+        // a full link's leftover counts as 0 from now on (numpy: res[fl] = 0); the sums
+        // start again from 0
         for c in 0..n {
             let rd = &mut res_den[c];
             rd.0 -= inc_load[c];
@@ -364,6 +392,8 @@ pub fn backfill<I: Ix>(
                 full[c] = true;
                 rd.0 = 0.0;
             }
+            rd.1 = 0.0;
+            inc_load[c] = 0.0;
         }
         if inc_max <= top {
             break;
@@ -377,6 +407,10 @@ pub fn backfill<I: Ix>(
 /// The contract of `alloc/base.py`: inf for flows crossing no link, >= 0 elsewhere.
 pub fn finish<I: Ix>(r: &Csr<I>, x: &[f64], out: &mut [f64]) {
     for f in 0..r.n_flows() {
-        out[f] = if r.row(f).is_empty() { f64::INFINITY } else { np_max(x[f], 0.0) };
+        out[f] = if r.row(f).is_empty() {
+            f64::INFINITY
+        } else {
+            np_max(x[f], 0.0)
+        };
     }
 }

@@ -21,7 +21,9 @@ use common::{Csr, Ix};
 /// A read-only view of a contiguous 1-d buffer of `n` items (checked).
 fn view<'a, T: Element>(b: &'a PyBuffer<T>, name: &str, n: Option<usize>) -> PyResult<&'a [T]> {
     if !b.is_c_contiguous() || b.dimensions() > 1 {
-        return Err(PyValueError::new_err(format!("{name}: expected a contiguous 1-d array")));
+        return Err(PyValueError::new_err(format!(
+            "{name}: expected a contiguous 1-d array"
+        )));
     }
     if let Some(n) = n {
         if b.item_count() != n {
@@ -49,7 +51,10 @@ fn view_mut(b: &mut PyBuffer<f64>, n: usize) -> PyResult<&mut [f64]> {
 /// Calls `$body` with `$r` bound to the CSR view, for int32 or int64 indices.
 macro_rules! with_csr {
     ($indptr:expr, $indices:expr, $nl:expr, |$r:ident| $body:expr) => {{
-        if let (Ok(p), Ok(i)) = (PyBuffer::<i32>::get_bound($indptr), PyBuffer::<i32>::get_bound($indices)) {
+        if let (Ok(p), Ok(i)) = (
+            PyBuffer::<i32>::get_bound($indptr),
+            PyBuffer::<i32>::get_bound($indices),
+        ) {
             let $r = csr(&p, &i, $nl)?;
             $body
         } else {
@@ -66,7 +71,8 @@ fn csr<'a, I: Ix + Element>(
     i: &'a PyBuffer<I>,
     n_links: usize,
 ) -> PyResult<Csr<'a, I>> {
-    Csr::new(view(p, "indptr", None)?, view(i, "indices", None)?, n_links).map_err(PyValueError::new_err)
+    Csr::new(view(p, "indptr", None)?, view(i, "indices", None)?, n_links)
+        .map_err(PyValueError::new_err)
 }
 
 /// Max-min fair rates with demands: `demand` (bit/s, may be inf) per flow, `capacity`

@@ -51,11 +51,18 @@ pub fn maxmin<I: Ix>(r: &Csr<I>, cap: &[f64], demand: &[f64], out: &mut [f64]) {
     let mut level = table(n, 0.0);
     let mut bad = table(n, false); // a flow on the link is bound lower elsewhere
     let mut taken = table(n, 0.0); // Σ of the rates frozen on it this round
+    let fair = |resid: f64, cnt: u32| {
+        if cnt > 0 {
+            np_max(resid, 0.0) / cnt as f64
+        } else {
+            f64::INFINITY
+        }
+    };
+    for c in 0..n {
+        level[c] = fair(resid[c], cnt[c]);
+    }
     let mut w = flows.len();
     while w > 0 {
-        for c in 0..n {
-            level[c] = if cnt[c] > 0 { np_max(resid[c], 0.0) / cnt[c] as f64 } else { f64::INFINITY };
-        }
         // each flow's lowest level and its bound min(level, demand); flag the links on
         // which a flow is bound lower
         for k in 0..w {
@@ -72,36 +79,24 @@ pub fn maxmin<I: Ix>(r: &Csr<I>, cap: &[f64], demand: &[f64], out: &mut [f64]) {
             bound[k] = bk;
             done[k] = dem[k] <= fmin;
             for &c in es {
-                if bk < level[c as usize] * (1.0 - TIE) {
-                    bad[c as usize] = true;
-                }
+                bad[c as usize] |= bk < level[c as usize] * (1.0 - TIE);
             }
         }
-        // a flow on a frozen link (no flow on it bound lower) freezes at its bound; the
-        // others stay, in order, and are counted for the next round
-        cnt.fill(0);
+        // a flow on a frozen link (no flow on it bound lower) freezes at its bound and
+        // leaves its links' counts; the others stay, in order
         let (mut nw, mut we, mut a) = (0usize, 0usize, 0usize);
         for k in 0..w {
             let b = ptr[k + 1] as usize;
-            for e in a..b {
-                if let Some(&ahead) = ent.get(e + AHEAD) {
-                    prefetch(&taken, ahead as usize);
-                    prefetch(&cnt, ahead as usize);
-                }
-            }
             if done[k] || ent[a..b].iter().any(|&c| !bad[c as usize]) {
                 let bk = bound[k];
                 rates[flows[k] as usize] = bk;
                 for &c in &ent[a..b] {
                     taken[c as usize] += bk;
+                    cnt[c as usize] -= 1;
                 }
             } else {
-                for e in a..b {
-                    let c = ent[e];
-                    ent[we] = c;
-                    we += 1;
-                    cnt[c as usize] += 1;
-                }
+                ent.copy_within(a..b, we);
+                we += b - a;
                 flows[nw] = flows[k];
                 dem[nw] = dem[k];
                 ptr[nw + 1] = we as u32;
@@ -117,6 +112,7 @@ pub fn maxmin<I: Ix>(r: &Csr<I>, cap: &[f64], demand: &[f64], out: &mut [f64]) {
             resid[c] -= taken[c];
             taken[c] = 0.0;
             bad[c] = false;
+            level[c] = fair(resid[c], cnt[c]); // the next round's
         }
     }
     finish(r, &rates, out);
