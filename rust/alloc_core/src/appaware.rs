@@ -170,7 +170,8 @@ pub fn appaware<I: Ix>(
     }
     drop(factor);
 
-    // R·x <= C on every link (1a): flows take the smallest C_l / load_l of their links
+    // R·x <= C on every link (1a): flows take the smallest C_l / load_l of their links;
+    // the load is summed again as they do (the backfill starts from it)
     let mut over = false;
     let mut scale = table(nl, 1.0);
     for l in 0..nl {
@@ -179,22 +180,22 @@ pub fn appaware<I: Ix>(
             over = true;
         }
     }
-    let load = if over {
+    if over {
+        load.fill(0.0);
         for (f, xf) in x.iter_mut().enumerate() {
             let row = r.row(f);
-            if row.is_empty() {
-                continue;
-            }
             let mut m = f64::INFINITY;
             for &l in row {
                 m = np_min(m, scale[l.ix()]);
             }
-            *xf *= m;
+            if !row.is_empty() {
+                *xf *= m;
+            }
+            for &l in row {
+                load[l.ix()] += *xf;
+            }
         }
-        None // changed: the backfill sums it again
-    } else {
-        Some(load)
-    };
+    }
     drop(scale);
     // 000 §VI-C: leftover capacity of bottlenecked links, in proportion to x
     backfill(r, cap, &mut x, &|l| bott[l], load);

@@ -179,92 +179,77 @@ pub fn prefetch<T>(t: &[T], i: usize) {
 /// The backfill pass of 000 §VI-C: leftover capacity of the bottlenecked links
 /// (`is_bott`) goes to their flows in proportion to the previous pass's rates, only
 /// among flows that can still grow (on a bottlenecked link, on no full link); the same
-/// rounds as the numpy code. `load` is R^T x if the caller has it.
+/// rounds as the numpy code. `load` is R^T x.
 ///
-/// Works on the flows still in play and their links only, the links renumbered densely
-/// (bottlenecked ones first); dropping a blocked flow keeps the others in order, so every
-/// sum runs in numpy's order.
+/// Works on the flows still in play only, the links renumbered (bottlenecked ones first);
+/// dropping a blocked flow keeps the others in order, so every sum runs in numpy's order.
 pub fn backfill<I: Ix>(
     r: &Csr<I>,
     cap: &[f64],
     x: &mut [f64],
     is_bott: &dyn Fn(usize) -> bool,
-    load: Option<Vec<f64>>,
+    load: Vec<f64>,
 ) {
     const MAX_ITER: u32 = 50;
     const RTOL: f64 = 1e-9;
     let nl = r.n_links;
     let nf = r.n_flows();
-    let load = load.unwrap_or_else(|| r.link_sum(x));
-    let mut flag = table(nl, 0u8); // 1: bottlenecked, 2: full, 4: in play
-    let mut top = 0.0;
-    for l in 0..nl {
-        if is_bott(l) {
-            flag[l] |= 1;
-            top = np_max(top, cap[l]);
-        }
-        if cap[l] - load[l] <= RTOL * cap[l] {
-            flag[l] |= 2;
-        }
-    }
-    let top = RTOL * top;
-    // the growable flows: on a bottlenecked link, on no full link
-    let mut flows: Vec<u32> = room(nf);
-    for f in 0..nf {
-        let row = r.row(f);
-        let (mut b, mut full) = (false, false);
-        for &l in row {
-            let g = flag[l.ix()];
-            b |= g & 1 != 0;
-            full |= g & 2 != 0;
-        }
-        if b && !full {
-            flows.push(f as u32);
-            for &l in row {
-                flag[l.ix()] |= 4;
+    // every link numbered, the bottlenecked ones first (below nb): what is left, C - R^T x,
+    // and whether that is nothing (full)
+    let mut map = table(nl, 0u32);
+    let mut res_den: Vec<(f64, f64)> = room(nl); // (capacity left, Σ x of growable flows)
+    let mut floor: Vec<f64> = room(nl);
+    let mut full: Vec<bool> = room(nl);
+    let (mut nb, mut top) = (0, 0.0);
+    for pass in [true, false] {
+        for l in (0..nl).filter(|&l| is_bott(l) == pass) {
+            map[l] = res_den.len() as u32;
+            res_den.push((cap[l] - load[l], 0.0));
+            floor.push(RTOL * cap[l]);
+            full.push(cap[l] - load[l] <= RTOL * cap[l]);
+            if pass {
+                top = np_max(top, cap[l]);
             }
         }
+        if pass {
+            nb = res_den.len() as u32;
+        }
     }
+    let (n, top) = (nl, RTOL * top);
+    drop(load);
+    // the growable flows (on a bottlenecked link, on no full link) and their entries
+    let mut flows: Vec<u32> = room(nf);
+    let mut ptr: Vec<u32> = room(nf + 1);
+    ptr.push(0);
+    let mut ent: Vec<u32> = room(r.nnz());
+    let mut cnt = table(n, 0u32); // growable flows per bottlenecked link
+    for f in 0..nf {
+        let row = r.row(f);
+        let (mut b, mut blocked) = (false, false);
+        for &l in row {
+            let c = map[l.ix()];
+            b |= c < nb;
+            blocked |= full[c as usize];
+        }
+        if b && !blocked {
+            for &l in row {
+                let c = map[l.ix()];
+                ent.push(c);
+                if c < nb {
+                    cnt[c as usize] += 1;
+                }
+            }
+            flows.push(f as u32);
+            ptr.push(ent.len() as u32);
+        }
+    }
+    drop(map);
     if flows.is_empty() {
         return;
     }
-    // their links, numbered 0.. (bottlenecked: 0..nb), with res = C - R^T x and floor
-    let mut map = table(nl, u32::MAX);
-    let mut res_den: Vec<(f64, f64)> = room(nl); // (capacity left, Σ x of growable flows)
-    let mut floor: Vec<f64> = room(nl);
-    let mut nb = 0;
-    for pass in [1u8, 0] {
-        for l in 0..nl {
-            if flag[l] & 4 != 0 && flag[l] & 1 == pass {
-                map[l] = res_den.len() as u32;
-                res_den.push((cap[l] - load[l], 0.0));
-                floor.push(RTOL * cap[l]);
-            }
-        }
-        if pass == 1 {
-            nb = res_den.len() as u32; // bottlenecked: the links below nb
-        }
-    }
-    let n = res_den.len();
-    drop((flag, load));
-    let mut ptr: Vec<u32> = room(flows.len() + 1);
-    ptr.push(0);
-    let mut ent: Vec<u32> = room(r.nnz());
-    for &f in &flows {
-        ent.extend(r.row(f as usize).iter().map(|l| map[l.ix()]));
-        ptr.push(ent.len() as u32);
-    }
-    drop(map);
     let mut xc: Vec<f64> = table_from(flows.len(), |k| x[flows[k] as usize]);
     let mut inc: Vec<f64> = table(flows.len(), 0.0);
-    let mut cnt = table(n, 0u32); // growable flows per bottlenecked link
-    for &c in &ent {
-        if c < nb {
-            cnt[c as usize] += 1;
-        }
-    }
     let mut inc_load = table(n, 0.0);
-    let mut full = table(n, false);
     let mut factor = table(n, 1.0); // of the cut links
     let mut mark = table(n, 0u8); // 1: the link is cut, 2: a flow on it was
     for _ in 0..MAX_ITER {
