@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
+import streamband_alloc_core as kernel
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -79,6 +80,15 @@ def test_no_flows() -> None:
 def test_bad_shapes_raise() -> None:
     with pytest.raises(ValueError, match="demand"):
         maxmin_rates(csr([[0]], 1), np.array([1.0]), np.zeros(2))
+
+
+def test_kernel_refuses_to_write_over_an_input() -> None:
+    r, cap, dem = csr([[0], [0, 1]], 2), np.array([2.0, 3.0]), np.array([5.0, 5.0])
+    out = np.empty(2)
+    kernel.maxmin(r.indptr, r.indices, cap, dem, out)
+    np.testing.assert_allclose(out, [1.0, 1.0])
+    with pytest.raises(ValueError, match="out: shares memory with an input"):
+        kernel.maxmin(r.indptr, r.indices, cap, dem, dem)
 
 
 @settings(max_examples=60, deadline=None)

@@ -113,6 +113,14 @@ impl<'a, I: Ix> Csr<'a, I> {
         })
     }
 
+    /// The bytes of `indptr` and of `indices`, for alias checks.
+    pub fn spans(&self) -> [std::ops::Range<usize>; 2] {
+        [self.indptr, self.indices].map(|s| {
+            let p = s.as_ptr() as usize;
+            p..p + std::mem::size_of_val(s)
+        })
+    }
+
     pub fn nnz(&self) -> usize {
         self.indptr[self.n_flows()].ix()
     }

@@ -15,6 +15,7 @@ mod maxmin;
 use pyo3::buffer::{Element, PyBuffer};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use std::ops::Range;
 
 use common::{Csr, Ix};
 
@@ -38,13 +39,26 @@ fn view<'a, T: Element>(b: &'a PyBuffer<T>, name: &str, n: Option<usize>) -> PyR
     Ok(unsafe { std::slice::from_raw_parts(b.buf_ptr() as *const T, b.item_count()) })
 }
 
-/// The writable `out` array of `n` float64.
-fn view_mut(b: &mut PyBuffer<f64>, n: usize) -> PyResult<&mut [f64]> {
+/// The bytes a slice covers.
+fn span<T>(s: &[T]) -> Range<usize> {
+    let p = s.as_ptr() as usize;
+    p..p + std::mem::size_of_val(s)
+}
+
+/// The writable `out` array of `n` float64, sharing no byte with the `inputs`.
+fn view_mut<'a>(
+    b: &'a mut PyBuffer<f64>,
+    n: usize,
+    inputs: &[Range<usize>],
+) -> PyResult<&'a mut [f64]> {
     if b.readonly() {
         return Err(PyValueError::new_err("out: expected a writable array"));
     }
-    view(b, "out", Some(n))?;
-    // SAFETY: as in `view`; writable; the only view of `out` in this call (borrowed mutably).
+    let o = span(view(b, "out", Some(n))?);
+    if inputs.iter().any(|i| i.start < o.end && o.start < i.end) {
+        return Err(PyValueError::new_err("out: shares memory with an input"));
+    }
+    // SAFETY: as in `view`; writable; no other view of these bytes exists in this call.
     Ok(unsafe { std::slice::from_raw_parts_mut(b.buf_ptr() as *mut f64, n) })
 }
 
@@ -89,7 +103,9 @@ fn py_maxmin(
     with_csr!(indptr, indices, cap.len(), |r| {
         let nf = r.n_flows();
         let dem = view(&demand, "demand", Some(nf))?;
-        maxmin::maxmin(&r, cap, dem, view_mut(&mut out, nf)?);
+        let [p, i] = r.spans();
+        let ins = [span(cap), span(dem), p, i];
+        maxmin::maxmin(&r, cap, dem, view_mut(&mut out, nf, &ins)?);
         Ok(())
     })
 }
@@ -131,7 +147,10 @@ fn py_appaware(
             sent: view(&sent, "sent", Some(nf))?,
             dt,
         };
-        appaware::appaware(&r, cap, kind, &s, bott, view_mut(&mut out, nf)?);
+        let [p, i] = r.spans();
+        let mut ins = vec![span(cap), span(kind), p, i, span(bott.unwrap_or_default())];
+        ins.extend([s.ls0, s.ls1, s.lr0, s.lr1, s.sent].map(span));
+        appaware::appaware(&r, cap, kind, &s, bott, view_mut(&mut out, nf, &ins)?);
         Ok(())
     })
 }
