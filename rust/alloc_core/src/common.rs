@@ -1,6 +1,6 @@
 //! Pieces both policies share: the routing matrix R of 000 eq. (1a) as a CSR view,
-//! numpy's NaN-propagating min/max, the capacity cap of eq. (1a) and the backfill pass
-//! of 000 §VI-C (`streamband.alloc.common`, whose numpy code is the reference).
+//! tables on huge pages, numpy's NaN-propagating min/max, prefetching, and the backfill
+//! pass of 000 §VI-C (`streamband.alloc.common`, whose numpy code is the reference).
 //!
 //! Exactness: every sum runs in the order numpy's `bincount` runs it (the CSR entry
 //! order, each from 0.0), every product and quotient is written as the Python code
