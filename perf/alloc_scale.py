@@ -177,7 +177,7 @@ def main() -> int:
     sizes: list[tuple[str, float, list[AllocProblem], int]] = []
 
     t0 = time.perf_counter()
-    apps = paper_problems(30.0 if quick else 120.0)
+    apps = list(paper_problems(30.0 if quick else 120.0))
     counts = sorted({p.n_flows for p in apps})
     label = f"(a) the papers' apps, {counts[0]}-{counts[-1]} flows"
     console.print(f"{label}: {len(apps)} captured problems "

@@ -71,11 +71,13 @@ problems = st.builds(
 )
 
 
-def paper_problems(duration_s: float) -> list[AllocProblem]:
+@cache
+def paper_problems(duration_s: float) -> tuple[AllocProblem, ...]:
     """The allocation problems the manager loop solves for the papers' apps: 001's
     fork-join (TP1-TP3) and 000's Trending Topics and Trucking IoT (edge and multi-hop,
     10-20 Mbit/s), captured from fluid-simulator runs of ``duration_s`` under appaware
-    (one problem per Δt). perf/alloc_scale.py times the policies on them too."""
+    (one problem per Δt; shared, not to be changed). perf/alloc_scale.py times the
+    policies on them too."""
     from streamband.alloc import appaware
     from streamband.alloc.registry import POLICIES, PolicyEntry
     from streamband.backends.sim import sim_config, simulate
@@ -96,7 +98,7 @@ def paper_problems(duration_s: float) -> list[AllocProblem]:
                 simulate(case.flowmap, "capture", sim_config(spec, duration_s))
     finally:
         del POLICIES["capture"]
-    return probs
+    return tuple(probs)
 
 
 def assert_feasible(p: AllocProblem, x: np.ndarray) -> None:
