@@ -6,9 +6,10 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BASEPY := $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || command -v python3)
 OUT    ?= out
-# rustup's cargo builds the compiled coflow core (rust/coflow_core, PyO3 + maturin)
+# rustup's cargo builds the compiled cores (rust/coflow_core, rust/alloc_core; PyO3 + maturin)
 export PATH := $(HOME)/.cargo/bin:$(PATH)
-RUST   := rust/coflow_core/Cargo.toml rust/coflow_core/pyproject.toml $(wildcard rust/coflow_core/src/*.rs)
+RUST   := rust/coflow_core/Cargo.toml rust/coflow_core/pyproject.toml $(wildcard rust/coflow_core/src/*.rs) \
+          rust/alloc_core/Cargo.toml rust/alloc_core/pyproject.toml $(wildcard rust/alloc_core/src/*.rs)
 
 .PHONY: demo test lint docs install clean
 
@@ -17,6 +18,7 @@ $(STAMP): pyproject.toml $(RUST)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
 	$(PY) -m pip install -q ./rust/coflow_core
+	$(PY) -m pip install -q ./rust/alloc_core
 	touch $(STAMP)
 
 install: $(STAMP)

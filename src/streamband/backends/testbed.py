@@ -32,6 +32,7 @@ from streamband.backends.openflow import (
     CountingEnforcer,
     MeterEnforcer,
 )
+from streamband.control.guard import HarmGuard
 from streamband.errors import PreconditionError, SpecError
 from streamband.model.apps import flow_apps
 
@@ -90,6 +91,9 @@ class TestbedRunner:
         Length of each run, seconds (warm-up: a third of it, at most 5 s).
     dt : float
         Δt of the live manager loop, seconds (000 Fig. 4; the meters' lease is 3 Δt).
+    guard : bool
+        Do no harm (:class:`~streamband.control.guard.HarmGuard`): cap only when an
+        allocation moves enough bandwidth from TCP's measured split.
     control : dict
         Control-plane fields of the testbed spec (``api``, ``openflow``).
     """
@@ -97,12 +101,13 @@ class TestbedRunner:
     __test__ = False
     name = "testbed"
 
-    def __init__(self, out: Path, seconds: float = 60.0, dt: float = 1.0,
+    def __init__(self, out: Path, seconds: float = 60.0, dt: float = 1.0, guard: bool = True,
                  **control: Any) -> None:
         if os.geteuid() != 0:
             raise PreconditionError("--backend testbed: needs root (network namespaces, "
                                     "Open vSwitch)")
         self.out, self.seconds, self.dt, self.control = Path(out), seconds, dt, control
+        self.guard = guard
         self.tb: Testbed | None = None
         self.key: tuple[str, float] | None = None
 
@@ -190,7 +195,8 @@ class TestbedRunner:
         manager = Manager(routing=routing, link_kind=topo.kinds, policy=entry.fn,
                           profiler=profiler, linkstats=linkstats, enforcer=enforcer, dt=self.dt,
                           weights=np.array([float(e.tuple_bytes) for e in flows]), apps=apps,
-                          params=spec.appfair.params(), classer=classer)
+                          params=spec.appfair.params(), classer=classer,
+                          guard=HarmGuard() if self.guard and entry.kind == "loop" else None)
         enforcer.enforce(np.full(len(flows), np.inf))  # counting rules before traffic
         loop = LiveLoop(manager, log=run_dir.parent / f"{run_dir.name}.alloc.jsonl")
         before = {p["name"]: p for p in client.ports(fresh=True)}
@@ -244,6 +250,7 @@ class TestbedRunner:
             "dropped_tuples": res["dropped_tuples"],
             "allocations": len(manager.history),
             "seconds": self.seconds, "loop_errors": loop.errors[:3],
+            "capped_share": _capped(manager),
         }
         if spec.apps:
             starts, times, rates = _carried_rates(carried, ext, len(fm.flows))
@@ -266,6 +273,12 @@ def _carried_rates(carried: list[tuple[float, np.ndarray]], ext: np.ndarray, n: 
         span = max(carried[k][0] - carried[k - 1][0], 1e-9)
         rates[k - 1, ext] = 8.0 * (carried[k][1] - carried[k - 1][1]) / span / 1e6
     return times[:-1], times[1:], rates
+
+
+def _capped(manager: Any) -> float | None:
+    """The share of the run's allocations the guard let through (None: no guard)."""
+    g = manager.guard
+    return float(np.mean(g.decisions)) if g is not None and g.decisions else None
 
 
 Runner = TestbedRunner

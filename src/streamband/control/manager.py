@@ -24,6 +24,7 @@ import numpy as np
 
 from streamband.alloc.base import AllocProblem, FlowState, Policy, as_decision
 from streamband.alloc.common import bottlenecked_links, entries
+from streamband.control.guard import HarmGuard
 from streamband.errors import PreconditionError
 
 
@@ -87,8 +88,12 @@ class Manager:
     memory : dict
         What the policy carried from its last step (App-Fair's achieved averages):
         kept here, in the loop, so that the policy stays a pure function of its inputs.
+    guard : HarmGuard, optional
+        Do no harm (:mod:`.guard`): keep TCP's measured split unless the allocation moves
+        enough bandwidth to pay for metering it. None (the simulator: metering is free
+        there): always enforce.
     history : list of Allocation
-        Every allocation made, in order.
+        Every allocation made, in order (``rates_bps`` as enforced).
     """
 
     routing: object  # scipy.sparse F x L
@@ -103,6 +108,7 @@ class Manager:
     params: Mapping[str, float] = field(default_factory=dict)
     classer: ClassEnforcer | None = None
     memory: dict[str, Any] = field(default_factory=dict)
+    guard: HarmGuard | None = None
     history: list[Allocation] = field(default_factory=list)
 
     def step(self, now: float) -> Allocation:
@@ -132,6 +138,9 @@ class Manager:
         on_hot = np.zeros(e.n_flows, bool)
         on_hot[e.rows[hot[e.cols]]] = True
         rates = np.where(on_hot, rates, np.inf)
+        if self.guard is not None and not self.guard.decide(
+                e, problem.capacity, hot, rates, 8.0 * problem.state.sent / self.dt):
+            rates = np.full(e.n_flows, np.inf)  # TCP's own split: the move is too small
         self.enforcer.enforce(rates)
         if decision.classes is not None:
             assert self.classer is not None

@@ -87,6 +87,7 @@ class Testbed:
         self.net: Any = None
         self.controller: subprocess.Popen[bytes] | None = None
         self.log_dir = log_dir or Path(tempfile.mkdtemp(prefix="streamband-testbed-"))
+        self.log_dir.mkdir(parents=True, exist_ok=True)
         self.procs: list[subprocess.Popen[Any]] = []
 
     # -- names ------------------------------------------------------------------
@@ -199,6 +200,8 @@ class Testbed:
                     intf.node.cmd(f"ethtool -K {intf.name} tx off tso off gso off")
                 else:
                     ovs.offloads_off(intf.name, gro=True)
+        for host in self.net.hosts:  # a namespace inherits the machine's default otherwise
+            host.cmd(f"sysctl -qw net.ipv4.tcp_congestion_control={self.spec.congestion_control}")
         self.net.staticArp()
         if len(topo.switches) > 1:
             self._install_paths()

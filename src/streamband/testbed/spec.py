@@ -11,7 +11,7 @@ load: a bad spec stops with one line naming the field and the nearest valid key.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -61,6 +61,9 @@ class TestbedSpec(NetworkSpec):
     internal_mbps: float | None = Field(None, gt=0, le=1000, allow_inf_nan=False,
                                         description="switch-to-switch link capacity, Mbit/s "
                                         "(default: link_mbps)")
+    congestion_control: Literal["cubic", "reno", "bbr"] = Field(
+        "cubic", description="TCP congestion control in every host (Linux's default, as the "
+        "papers ran; a namespace would otherwise inherit this machine's setting)")
     controller: bool = Field(True, description="start streamband controller with the testbed")
     api: str = Field("127.0.0.1:8181", description="the controller's HTTP API, HOST:PORT "
                      "(a bearer token is required off loopback)")
