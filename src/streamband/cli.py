@@ -27,6 +27,7 @@ from streamband.runner import Done, execute, write_outputs
 from streamband.sdn.cli import controller
 from streamband.sim.coflow.cli import app as coflow_app
 from streamband.spec import ExperimentSpec, PlacementSpec, SpecError, builtin_spec, load_spec
+from streamband.swift.cli import app as swift_app
 from streamband.testbed.cli import app as testbed_app
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
@@ -34,6 +35,7 @@ app = typer.Typer(no_args_is_help=True, add_completion=False,
 app.add_typer(coflow_app, name="coflow")
 app.add_typer(locality_app, name="locality")
 app.add_typer(testbed_app, name="testbed")
+app.add_typer(swift_app, name="swift")
 app.command("controller")(controller)
 console = Console()
 if not console.is_terminal:  # logs and CI: wide enough for the tables
@@ -48,6 +50,7 @@ class Backend(StrEnum):
 class Bench(StrEnum):
     paper_000 = "paper-000"
     paper_001 = "paper-001"
+    paper_002 = "paper-002"
     paper_003 = "paper-003"
     paper_004 = "paper-004"
     joint = "joint"
@@ -96,12 +99,22 @@ def run(
 def bench(
     name: Bench = typer.Argument(..., help="which paper's evaluation to reproduce"),
     out: Path = typer.Option(None, help="output directory (default out/NAME)"),
-    backend: Backend = typer.Option(Backend.sim, help="sim, or testbed for paper-001"),
-    seconds: float = typer.Option(60.0, help="testbed: length of each run, seconds"),
+    backend: Backend = typer.Option(None, help="sim (default), or testbed for paper-001; "
+                                    "paper-002 runs on the testbed only"),
+    seconds: float = typer.Option(None, help="testbed: length of each run, seconds "
+                                  "(default 60; paper-002: its spec's 180)"),
     full_trace: bool = typer.Option(False, help="paper-004: add the whole trace on the 1G "
                                     "fat-tree k=8 for every scheme (31 min in all)"),
+    repeat: int = typer.Option(1, min=1, help="paper-002: runs per policy"),
+    policy: str = typer.Option(None, help="paper-002: the managed policy: bwman (default) "
+                               "or static (a fixed split, to see the checks fail)"),
 ) -> None:
     """Reproduce a paper's evaluation; prints tables, writes results.json + report.html."""
+    if name is Bench.paper_002:
+        _bench_002(out, backend or Backend.testbed, seconds, repeat, policy)
+        return
+    backend = backend or Backend.sim
+    seconds = 60.0 if seconds is None else seconds
     out = out or Path("out") / (name.value + ("-testbed" if backend is Backend.testbed else ""))
     if out.exists() and not out.is_dir():
         raise fail(f"--out: {out} is a file, expected a directory")
@@ -126,6 +139,27 @@ def bench(
             locality_bench(out)
     except SpecError as err:
         raise fail(str(err)) from None
+
+
+def _bench_002(out: Path | None, backend: Backend, seconds: float | None, repeat: int,
+               policy: str | None) -> None:
+    """002 on a real Swift store on the testbed (with and without BwMan)."""
+    from streamband.errors import StreambandError
+    from streamband.experiments import paper002
+    from streamband.experiments.base import Options
+
+    out = out or Path("out") / f"{paper002.NAME}-{backend.value}"
+    if out.exists() and not out.is_dir():
+        raise fail(f"--out: {out} is a file, expected a directory")
+    if seconds is not None and seconds <= 0:
+        raise fail(f"--seconds: expected a positive number of seconds, got {seconds:g}")
+    try:
+        outcome = paper002.run(out, Options(backend=backend.value, seconds=seconds,
+                                            repeat=repeat, policy=policy), console)
+    except StreambandError as err:
+        raise fail(str(err)) from None
+    if not outcome.ok:
+        raise typer.Exit(1)
 
 
 def _bench_001_testbed(out: Path, seconds: float) -> None:
