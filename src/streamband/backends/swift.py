@@ -19,6 +19,7 @@ import math
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from streamband.swift.failures import FailureEvent
 from streamband.swift.integrity import RecoveryTracker
 from streamband.swift.layout import OBJECT_PORT, RECOVERY_PORTS
 from streamband.swift.spec import PROXY, WorkloadSpec
-from streamband.swift.tc import Port, ShaperConfig, write_json
+from streamband.swift.tc import RECOVERY_CLS, USER_CLS, Port, ShaperConfig, class_bytes, write_json
 from streamband.testbed.network import Testbed
 from streamband.testbed.registry import marked_env
 
@@ -62,15 +63,17 @@ class SwiftMonitor:
 
     def __init__(self, workload: WorkloadSpec, workload_log: Path, integrity_log: Path,
                  tracker: RecoveryTracker, events: list[FailureEvent],
-                 data_mb: float) -> None:
+                 data_mb: float,
+                 usage: Callable[[], dict[str, float]] | None = None) -> None:
         self.workload = workload
         self.ops = JsonTail(workload_log)
         self.integ = JsonTail(integrity_log)
         self.tracker = tracker
         self.events = events
         self.data_mb = data_mb
+        self.usage = usage
         self.done: list[float] = []  # completion times of served requests
-        self.ticks: list[tuple[float, int]] = []  # (t, queue length)
+        self.ticks: list[tuple[float, int, int]] = []  # (t, queue length, threads busy)
         self.integrity: list[tuple[float, float]] = []
         self._prev_missing = 0
         self._seen_events = 0
@@ -81,7 +84,7 @@ class SwiftMonitor:
                 if rec["st"] // 100 == 2:
                     self.done.append(rec["e"])
             else:
-                self.ticks.append((rec["t"], rec.get("queue", 0)))
+                self.ticks.append((rec["t"], rec.get("queue", 0), rec.get("busy", 0)))
         for rec in self.integ.read():
             self.integrity.append((rec["t"], rec["integrity"]))
         while self._seen_events < len(self.events):
@@ -92,20 +95,24 @@ class SwiftMonitor:
     def observe(self, t: float, dt: float) -> Observation:
         self._ingest()
         served = sum(1 for e in self.done[-4000:] if t - dt < e <= t)
-        window = [q for s, q in self.ticks[-200:] if t - dt < s <= t]
-        backlog = float(window[-1]) if window else 0.0
+        window = [(q, b) for s, q, b in self.ticks[-200:] if t - dt < s <= t]
+        backlog = float(window[-1][0]) if window else 0.0
+        # the store limits the clients: every thread was inside a request at each tick
+        saturated = bool(window) and all(b >= self.workload.threads for _, b in window)
         integ = next((v for s, v in reversed(self.integrity) if s <= t), 1.0)
         before = self._prev_missing
         missing = self.tracker.poll(t)
         added = sum(len(ev.losses) for ev in self.events if t - dt < ev.t <= t)
         self._prev_missing = missing
         restored = max(0, before + added - missing) * self.tracker.object_bytes
+        util = self.usage() if self.usage is not None else {}
         return Observation(
             t=t, throughput_ops=served / dt,
             slo_ops=self.workload.target(t) if t <= self.workload.duration_s else 0.0,
-            backlog_ops=backlog, saturated=bool(window) and min(window) > 0,
+            backlog_ops=backlog, saturated=saturated,
             integrity=integ, missing_mb=(1.0 - integ) * self.data_mb,
-            recovery_mbs=restored / dt / 1e6, recovering=before > 0 and missing > 0)
+            recovery_mbs=restored / dt / 1e6, recovering=before > 0 and missing > 0,
+            user_util=util.get("user"), recovery_util=util.get("recovery"))
 
 
 def _hosts(plan: Plan | None, hosts: list[str]) -> dict[str, dict[str, list[float]]] | None:
@@ -141,6 +148,8 @@ class TcEnforcer:
                                      stdout=self.log, stderr=subprocess.STDOUT,
                                      env=marked_env(), start_new_session=True)
         self.seq = 0
+        self.plan: Plan | None = None
+        self._counts: tuple[float, dict[str, dict[str, int]]] | None = None
         self._status(0)
 
     def _status(self, seq: int, timeout: float = 10.0) -> dict[str, Any]:
@@ -163,6 +172,24 @@ class TcEnforcer:
         write_json(self.plan_file, {"seq": self.seq, "expires": time.time() + self.lease_s,
                                     "hosts": _hosts(plan, self.cluster.storage)})
         self._status(self.seq)
+        self.plan = plan
+
+    def utilization(self) -> dict[str, float]:
+        """Per class, the busiest interface's bytes since the last call over the
+        class's cap (empty without classes)."""
+        now = time.monotonic()
+        counts = {p.dev: class_bytes(p) for p in self.ports}
+        last, self._counts = self._counts, (now, counts)
+        if last is None or self.plan is None:
+            return {}
+        span = max(1e-3, now - last[0])
+        out = {}
+        for name, cls, share in (("user", USER_CLS, self.plan.user),
+                                 ("recovery", RECOVERY_CLS, self.plan.recovery)):
+            rates = [max(0, c.get(cls, 0) - last[1].get(d, {}).get(cls, 0)) * 8 / span
+                     for d, c in counts.items()]
+            out[name] = max(rates) / max(share.ceil_bps, 1.0)
+        return out
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -185,6 +212,7 @@ class MeterEnforcer:
         self.cluster = cluster
         self.lease_s = lease_s
         self.link_bps = link_bps
+        self.plan: Plan | None = None
         client.delete_meters()
 
     def meters(self, plan: Plan) -> list[dict[str, Any]]:
@@ -210,6 +238,24 @@ class MeterEnforcer:
     def enforce(self, plan: Plan | None) -> None:
         self.client.put_meters([] if plan is None else self.meters(plan), self.lease_s,
                                replace=True)
+        self.plan = plan
+
+    def utilization(self) -> dict[str, float]:
+        """Per class, the busiest node direction's metered rate over the cap."""
+        if self.plan is None:
+            return {}
+        ip = {self.cluster.ip(h): h for h in self.cluster.storage}
+        load: dict[tuple[str, str, str], float] = {}
+        for m in self.client.meters():
+            f = m["flow"]
+            cls = "user" if OBJECT_PORT in (f["src_port"], f["dst_port"]) else "recovery"
+            for end, way in (("src_ip", "out"), ("dst_ip", "in")):
+                if f[end] in ip:
+                    key = (cls, ip[f[end]], way)
+                    load[key] = load.get(key, 0.0) + m["bps"]
+        caps = {"user": self.plan.user.ceil_bps, "recovery": self.plan.recovery.ceil_bps}
+        return {c: max((v for k, v in load.items() if k[0] == c), default=0.0)
+                / max(caps[c], 1.0) for c in caps}
 
     def close(self) -> None:
         self.client.delete_meters()

@@ -5,9 +5,10 @@ Execute, with the Knowledge being the two models.
   data integrity, the recovery speed (a :class:`Monitor` adapter of the backend);
 - Analyze (A1, A2): the failure rate from the integrity; the models' prediction
   error on the points the last interval gave (a point counts only when the service
-  was limited by its bandwidth: clients had a queue the whole interval, or data
-  was missing the whole interval); a refit on every point so far when the error
-  grows past ``refit_error`` (the models start from the training sweep, 002 §III);
+  was limited by its bandwidth: every client thread busy, or data missing, through
+  the interval, and the service's class near its cap on the busiest node); a refit
+  on every point so far when the error grows past ``refit_error`` (the models
+  start from the training sweep, 002 §III), kept only if it fits (R²);
 - Plan: the policy of :mod:`streamband.alloc.bwman`;
 - Execute: the backend's enforcer (tc classes or OpenFlow meters, both leased).
 """
@@ -37,6 +38,8 @@ class Observation:
     missing_mb: float  # estimated from the integrity
     recovery_mbs: float  # measured restore speed over the interval
     recovering: bool  # data was missing through the whole interval
+    user_util: float | None = None  # busiest node's user class: bytes / its cap
+    recovery_util: float | None = None  # the same for the recovery class
 
 
 class Monitor(Protocol):
@@ -92,6 +95,11 @@ class Step:
                 "spent_ms": self.spent_ms}
 
 
+def _full(util: float | None, least: float) -> bool:
+    """Whether a class used its cap (unknown when the backend cannot tell: yes)."""
+    return util is None or util >= least
+
+
 def _num(x: float) -> float | None:
     return None if not math.isfinite(x) else x
 
@@ -103,7 +111,7 @@ class BwmanLoop:
                  models: Models | None, params: Params, quota_bps: float, dt: float,
                  refit_error: float = 0.25, training: dict[str, Points] | None = None,
                  failure_window_s: float = 60.0, settle_s: float = 4.0,
-                 min_r2: float = 0.5) -> None:
+                 min_r2: float = 0.5, min_util: float = 0.8) -> None:
         self.monitor, self.enforcer, self.policy = monitor, enforcer, policy
         self.models, self.params = models, params
         self.quota_bps, self.dt = quota_bps, dt
@@ -112,6 +120,7 @@ class BwmanLoop:
         self.failure_window_s = failure_window_s
         self.settle_s = settle_s
         self.min_r2 = min_r2
+        self.min_util = min_util
         self.history: list[Step] = []
         self.refits: list[dict[str, Any]] = []
         self.last_plan: Plan | None = None
@@ -134,8 +143,7 @@ class BwmanLoop:
             self._missing.popleft()
         pts = list(self._missing)
         lost = sum(max(0.0, b[1] - a[1]) for a, b in zip(pts, pts[1:], strict=False))
-        span = max(self.dt, pts[-1][0] - pts[0][0]) if pts else self.dt
-        return lost / span
+        return lost / self.failure_window_s
 
     def learn(self, obs: Observation) -> list[str]:
         """Add the interval's valid points, track each model's error, refit when it
@@ -145,9 +153,10 @@ class BwmanLoop:
         if plan is None or self.models is None:
             return refit
         cand = []
-        if obs.saturated:
+        if obs.saturated and _full(obs.user_util, self.min_util):
             cand.append(("user", plan.user.ceil_bps / 1e6, obs.throughput_ops))
-        if obs.recovering and obs.t - self._last_loss_t > self.settle_s + self.dt:
+        if (obs.recovering and obs.t - self._last_loss_t > self.settle_s + self.dt
+                and _full(obs.recovery_util, self.min_util)):
             cand.append(("recovery", plan.recovery.ceil_bps / 1e6, obs.recovery_mbs))
         for name, bw, y in cand:
             model = getattr(self.models, name)

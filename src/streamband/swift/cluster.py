@@ -59,8 +59,11 @@ def check_tools() -> None:
 class SwiftCluster:
     """The store's processes on a started :class:`Testbed`; ``with`` starts/stops."""
 
-    def __init__(self, tb: Testbed, spec: SwiftSpec, base: Path = STORE_DIR) -> None:
+    def __init__(self, tb: Testbed, spec: SwiftSpec, base: Path = STORE_DIR,
+                 split: bool = False) -> None:
         self.tb = tb
+        self.split = split  # one process per server (the baseline of perf/swift_startup)
+        self.launches: list[Path] = []
         self.spec = spec
         self.base = base
         self.swift_dir = base / "etc"
@@ -109,28 +112,29 @@ class SwiftCluster:
 
     def _start_proxy(self) -> None:
         files = node_files(PROXY, self.base)
-        configs.write_proxy(files, self.swift_dir, self.ip(PROXY))
-        if shutil.which("memcached") is None:
-            raise PreconditionError("memcached is not installed (apt-get install memcached)")
+        launches = configs.write_proxy(files, self.swift_dir, self.ip(PROXY))
         self._spawn(PROXY, "memcached", ["memcached", "-u", "root", "-l", self.ip(PROXY),
                                          "-p", str(MEMCACHED_PORT), "-m", "64", "-t", "1",
                                          "-U", "0"])
-        self._spawn(PROXY, "node", [sys.executable, "-m", "streamband.swift.node",
-                                    str(files.launch)])
+        self._nodes(PROXY, launches)
+
+    def _nodes(self, host: str, launches: list[Path]) -> None:
+        for path in launches:
+            self._spawn(host, path.stem.replace("launch", "node"),
+                        [sys.executable, "-m", "streamband.swift.node", str(path)])
+        self.launches += launches
 
     def _start_storage(self, host: str) -> None:
         files = node_files(host, self.base)
-        configs.write_storage(files, self.swift_dir, self.ip(host), self.spec.swift)
-        if shutil.which("rsync") is None:
-            raise PreconditionError("rsync is not installed (apt-get install rsync)")
+        launches = configs.write_storage(files, self.swift_dir, self.ip(host), self.spec.swift,
+                                         self.split)
         self._spawn(host, "rsyncd", ["rsync", "--daemon", "--no-detach",
                                      f"--config={files.conf('rsyncd')}"])
-        self._spawn(host, "node", [sys.executable, "-m", "streamband.swift.node",
-                                   str(files.launch)])
+        self._nodes(host, launches)
 
     def _wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
-        waiting = [PROXY, *self.storage]
+        waiting = list(self.launches)
         while waiting:
             for name, p in self.procs.items():
                 if p.poll() is not None:
@@ -141,10 +145,10 @@ class SwiftCluster:
                     raise PreconditionError(
                         f"swift: {what} on {host} exited ({p.returncode}): "
                         f"{tail[0] if tail else 'no output'}")
-            waiting = [h for h in waiting if not node_files(h, self.base).ready.exists()]
+            waiting = [p for p in waiting if not p.with_suffix(".ready").exists()]
             if time.monotonic() > deadline:
-                raise PreconditionError(f"swift: not ready after {timeout:.0f} s: "
-                                        f"{', '.join(waiting)}")
+                names = ", ".join(f"{p.parent.name}/{p.stem}" for p in waiting)
+                raise PreconditionError(f"swift: not ready after {timeout:.0f} s: {names}")
             time.sleep(0.05)
 
     def stop(self) -> None:

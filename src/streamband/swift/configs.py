@@ -29,13 +29,18 @@ from streamband.swift.spec import ClusterSpec
 LOG_LEVEL = os.environ.get("STREAMBAND_SWIFT_LOG_LEVEL", "WARNING")
 
 
+def log_socket(files: NodeFiles, name: str) -> Path:
+    """Where server ``name`` of this host sends its log records."""
+    return files.root / f"{name}.log.sock"
+
+
 def _default(files: NodeFiles, swift_dir: Path, ip: str, port: int, name: str) -> str:
     return (
         "[DEFAULT]\n"
         f"bind_ip = {ip}\nbind_port = {port}\nworkers = 0\n"
         f"swift_dir = {swift_dir}\ndevices = {files.devices}\n"
         "mount_check = false\ndisable_fallocate = true\n"
-        f"log_name = {name}\nlog_level = {LOG_LEVEL}\nlog_address = {files.log_socket}\n"
+        f"log_name = {name}\nlog_level = {LOG_LEVEL}\nlog_address = {log_socket(files, name)}\n"
         "fallocate_reserve = 0\nuser = root\n"
         f"recon_cache_path = {files.root}\n"
     )
@@ -53,6 +58,7 @@ def storage_confs(files: NodeFiles, swift_dir: Path, ip: str,
         "\n[pipeline:main]\npipeline = object-server\n"
         "\n[app:object-server]\nuse = egg:swift#object\nreplication_server = true\n"
         "\n[object-replicator]\n"
+        f"log_address = {log_socket(files, 'object-replicator')}\n"
         f"sync_method = {cluster.sync_method}\n"
         f"interval = {cluster.replicator_interval_s:g}\n"
         f"concurrency = {cluster.replicator_concurrency}\n"
@@ -64,7 +70,6 @@ def storage_confs(files: NodeFiles, swift_dir: Path, ip: str,
     cont = _default(files, swift_dir, ip, CONTAINER_PORT, "container") + (
         "\n[pipeline:main]\npipeline = container-server\n"
         "\n[app:container-server]\nuse = egg:swift#container\nreplication_server = true\n"
-        "allow_versions = false\n"
     )
     acct = _default(files, swift_dir, ip, ACCOUNT_PORT, "account") + (
         "\n[pipeline:main]\npipeline = account-server\n"
@@ -102,30 +107,47 @@ def rsyncd_conf(files: NodeFiles, ip: str) -> str:
     )
 
 
-def write_storage(files: NodeFiles, swift_dir: Path, ip: str, cluster: ClusterSpec) -> None:
-    """Write one storage host's configs, its device and its launcher file."""
+#: one storage host's servers: config name -> (the paste app it serves, its log name)
+STORAGE_SERVERS = {"object-server": ("object-server", "object"),
+                   "object-replication": ("object-server", "object-replication"),
+                   "container-server": ("container-server", "container"),
+                   "account-server": ("account-server", "account")}
+
+
+def _launch(files: NodeFiles, name: str, servers: list[list[str]], replicator: str | None,
+            logs: list[str]) -> Path:
+    """A launcher file of :mod:`streamband.swift.node`: the servers and replicator
+    one process runs, the log sockets it drains, the file it touches when ready."""
+    path = files.root / f"{name}.json"
+    path.write_text(json.dumps({
+        "servers": servers, "replicator": replicator, "log": str(files.log),
+        "log_sockets": [str(log_socket(files, x)) for x in logs],
+        "ready": str(files.root / f"{name}.ready")}, indent=1))
+    return path
+
+
+def write_storage(files: NodeFiles, swift_dir: Path, ip: str, cluster: ClusterSpec,
+                  split: bool = False) -> list[Path]:
+    """Write one storage host's configs, its device and its launcher files: one
+    process for every server of the host, or (``split``) one per server and one
+    for the replicator. Returns the launcher files."""
     files.device.mkdir(parents=True, exist_ok=True)
-    confs = storage_confs(files, swift_dir, ip, cluster)
-    for name, text in confs.items():
+    for name, text in storage_confs(files, swift_dir, ip, cluster).items():
         files.conf(name).write_text(text)
     files.conf("rsyncd").write_text(rsyncd_conf(files, ip))
-    launch = {
-        "servers": [[str(files.conf(n)), n.split("-")[0] + "-server"
-                     if n != "object-replication" else "object-server"]
-                    for n in ("object-server", "object-replication", "container-server",
-                              "account-server")],
-        "replicator": str(files.conf("object-replication")),
-        "log": str(files.log), "log_socket": str(files.log_socket), "ready": str(files.ready),
-    }
-    files.launch.write_text(json.dumps(launch, indent=1))
+    servers = {n: [str(files.conf(n)), app] for n, (app, _) in STORAGE_SERVERS.items()}
+    logs = {n: log for n, (_, log) in STORAGE_SERVERS.items()}
+    replicator = str(files.conf("object-replication"))
+    if not split:
+        return [_launch(files, "launch", list(servers.values()), replicator,
+                        [*logs.values(), "object-replicator"])]
+    return [_launch(files, f"launch-{n}", [srv], None, [logs[n]])
+            for n, srv in servers.items()] + [
+        _launch(files, "launch-replicator", [], replicator, ["object-replicator"])]
 
 
-def write_proxy(files: NodeFiles, swift_dir: Path, ip: str) -> None:
+def write_proxy(files: NodeFiles, swift_dir: Path, ip: str) -> list[Path]:
     files.root.mkdir(parents=True, exist_ok=True)
     files.conf("proxy-server").write_text(proxy_conf(files, swift_dir, ip))
-    launch = {
-        "servers": [[str(files.conf("proxy-server")), "proxy-server"]],
-        "replicator": None,
-        "log": str(files.log), "log_socket": str(files.log_socket), "ready": str(files.ready),
-    }
-    files.launch.write_text(json.dumps(launch, indent=1))
+    return [_launch(files, "launch", [[str(files.conf("proxy-server")), "proxy-server"]],
+                    None, ["proxy"])]

@@ -41,6 +41,14 @@ class FailureEvent:
     bytes: int
 
 
+def restored(path: str | Path) -> bool:
+    """Whether the replica at ``path`` (an object's hash directory) has data."""
+    try:
+        return any(p.suffix == ".data" for p in Path(path).iterdir())
+    except OSError:
+        return False
+
+
 def replicas_on(cluster: SwiftCluster, objects: int) -> dict[str, list[Loss]]:
     """Every replica of the populated space, by storage host."""
     out: dict[str, list[Loss]] = {h: [] for h in cluster.storage}
@@ -75,6 +83,10 @@ class FailureGenerator:
                  seed: int, log: Path) -> None:
         self.cluster = cluster
         self.by_host = replicas_on(cluster, objects)
+        self.by_name: dict[str, list[Loss]] = {}
+        for losses in self.by_host.values():
+            for x in losses:
+                self.by_name.setdefault(x.name, []).append(x)
         self.object_bytes = object_bytes
         self.share, self.every_s = share, every_s
         self.start_s, self.stop_s = start_s, stop_s
@@ -86,11 +98,15 @@ class FailureGenerator:
 
     def inject(self, t: float, host: str | None = None, share: float | None = None
                ) -> FailureEvent:
-        """Delete ``share`` of ``host``'s replicas now (random host when None)."""
+        """Delete ``share`` of ``host``'s replicas now (random host when None). Only
+        replicas of objects that have all their replicas are chosen, so no object
+        ever loses more than one (recovery stays possible, integrity has one
+        meaning: objects with a replica missing)."""
         host = host or self.rng.choice(self.cluster.storage)
         pool = self.by_host[host]
         k = max(1, round((share or self.share) * len(pool)))
-        losses = self.rng.sample(pool, k)
+        whole = [x for x in pool if all(restored(y.path) for y in self.by_name[x.name])]
+        losses = self.rng.sample(whole, min(k, len(whole)))
         deleted = delete_replicas(losses)
         ev = FailureEvent(t, host, losses, deleted * self.object_bytes)
         self.events.append(ev)

@@ -24,17 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from streamband.swift.client import direct_head
-from streamband.swift.failures import Loss
+from streamband.swift.failures import Loss, restored
 from streamband.swift.layout import ACCOUNT, DEVICE, OBJECT_PORT
 from streamband.swift.workload import object_name
-
-
-def restored(path: str | Path) -> bool:
-    """Whether the replica at ``path`` (an object's hash directory) has data again."""
-    try:
-        return any(p.suffix == ".data" for p in Path(path).iterdir())
-    except OSError:
-        return False
 
 
 class RecoveryTracker:

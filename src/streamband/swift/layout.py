@@ -45,20 +45,8 @@ class NodeFiles:
         return self.devices / DEVICE
 
     @property
-    def launch(self) -> Path:
-        return self.root / "launch.json"
-
-    @property
     def log(self) -> Path:
         return self.root / "node.log"
-
-    @property
-    def log_socket(self) -> Path:
-        return self.root / "log.sock"
-
-    @property
-    def ready(self) -> Path:
-        return self.root / "ready"
 
     def conf(self, name: str) -> Path:
         return self.root / f"{name}.conf"

@@ -4,8 +4,8 @@ from the host's config files), instead of a process per server.
 
 ``python -m streamband.swift.node LAUNCH.json`` runs inside the host's network
 namespace; it touches the ``ready`` file once every server listens, and runs until
-killed. Swift's log records arrive on a datagram socket and are appended to
-``node.log``.
+killed. Swift's log records arrive on datagram sockets (one per server) and are
+appended to ``node.log``.
 """
 
 from __future__ import annotations
@@ -64,11 +64,12 @@ def main(argv: list[str] | None = None) -> None:
     eventlet.hubs.use_hub(utils.get_hub())
     os.environ["TZ"] = "UTC+0"
     utils.validate_configuration()
-    log_sock = Path(launch["log_socket"])
-    log_sock.unlink(missing_ok=True)
-    sink = socket.socket(stdsocket.AF_UNIX, stdsocket.SOCK_DGRAM)
-    sink.bind(str(log_sock))
-    threads = [eventlet.spawn(_drain_logs, sink, Path(launch["log"]))]
+    threads = []
+    for path in launch["log_sockets"]:
+        Path(path).unlink(missing_ok=True)
+        sink = socket.socket(stdsocket.AF_UNIX, stdsocket.SOCK_DGRAM)
+        sink.bind(path)
+        threads.append(eventlet.spawn(_drain_logs, sink, Path(launch["log"])))
     runners = [_serve(conf, section) for conf, section in launch["servers"]]
     threads += [eventlet.spawn(run) for run in runners]
     if launch.get("replicator"):

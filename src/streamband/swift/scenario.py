@@ -99,7 +99,8 @@ def run(s: Session, enforcer: Any, policy: str, models: Models | None,
                            fs.start_s, fs.stop_s, fs.seed, s.out / f"{name}.failures.jsonl")
     tracker = RecoveryTracker(sw.object_bytes)
     monitor = SwiftMonitor(wl, wlog, dlog, tracker, gen.events,
-                           sw.objects * sw.object_bytes / 1e6)
+                           sw.objects * sw.object_bytes / 1e6,
+                           getattr(enforcer, "utilization", None))
     pts = {k: Points(v.kind, list(v.bw), list(v.y), list(v.source)) for k, v in training.items()}
     loop = BwmanLoop(monitor, enforcer, get_policy(policy), models, params, quota, ctl.dt_s,
                      ctl.refit_error, pts)

@@ -97,7 +97,7 @@ class Session:
         return self.client_proc("streamband.swift.workload", conf,
                                 self.out / f"{name}.workload.out"), log
 
-    def dispersion(self, name: str, duration_s: float, t0: float, interval_s: float = 2.0,
+    def dispersion(self, name: str, duration_s: float, t0: float, interval_s: float = 3.0,
                    sample: int | None = None) -> tuple[subprocess.Popen[Any], Path]:
         """Start the dispersion monitor; returns it and its JSON-lines log."""
         assert self.cluster is not None
@@ -105,7 +105,7 @@ class Session:
         log = self.out / f"{name}.integrity.jsonl"
         log.unlink(missing_ok=True)
         cfg = DispersionConfig(str(self.cluster.swift_dir), sw.container, sw.objects,
-                               sample or max(20, sw.objects // 10), interval_s, duration_s,
+                               sample or max(20, sw.objects // 15), interval_s, duration_s,
                                str(log), t0=t0)
         conf = cfg.write(self.out / f"{name}.integrity-conf.json")
         return self.client_proc("streamband.swift.integrity", conf,

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from streamband.errors import SpecError, nearest
 from streamband.model.topology import Topology
+from streamband.swift.workload import step_rate
 from streamband.testbed.spec import TestbedSpec
 
 #: the roles of the testbed's hosts: one client, one proxy, storage hosts s1..sN
@@ -127,11 +128,7 @@ class WorkloadSpec(_Strict):
 
     def target(self, t: float) -> float:
         """The target rate (the SLO, op/s) at ``t`` seconds into the run."""
-        rate = self.schedule[0][1]
-        for s, r in self.schedule:
-            if t >= s:
-                rate = r
-        return rate
+        return step_rate(self.schedule, t)
 
     @property
     def peak(self) -> float:

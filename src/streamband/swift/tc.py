@@ -204,9 +204,12 @@ class Shaper:
                                            "expired": self.expired, "t": time.time()})
 
     def run(self) -> None:
+        """Until SIGTERM, or until the process that started it is gone (then the
+        classes go too: nobody is left to renew them)."""
+        parent = os.getppid()
         self._status()
         try:
-            while True:
+            while os.getppid() == parent:
                 self.step()
                 time.sleep(self.cfg.poll_s)
         finally:

@@ -12,7 +12,7 @@
   files with predefined sizes").
 
 ``python -m streamband.swift.workload CONFIG.json``; one JSON line per request
-(``op``) and per second (``tick``: queue length, issued, done) to ``out``, times in
+(``op``) and per second (``tick``: queue length, threads busy, issued, done) to ``out``, times in
 seconds from ``t0`` (the run's common time zero, wall clock).
 """
 
@@ -38,6 +38,15 @@ def object_name(i: int) -> str:
     return f"obj-{i:06d}"
 
 
+def step_rate(schedule: list[tuple[float, float]], t: float) -> float:
+    """The rate of the last step of ``schedule`` (``[start_s, op/s]``) begun by ``t``."""
+    rate = schedule[0][1]
+    for s, r in schedule:
+        if t >= s:
+            rate = r
+    return rate
+
+
 @dataclass
 class WorkloadConfig:
     """What one workload process does (written as JSON by the driver)."""
@@ -57,11 +66,7 @@ class WorkloadConfig:
     t0: float = 0.0  # wall-clock time zero; 0 = when the process starts
 
     def target(self, t: float) -> float:
-        rate = self.schedule[0][1]
-        for s, r in self.schedule:
-            if t >= s:
-                rate = r
-        return rate
+        return step_rate(self.schedule, t)
 
     def write(self, path: Path) -> Path:
         path.write_text(json.dumps(asdict(self)))
@@ -77,6 +82,7 @@ class Recorder:
         self.lock = threading.Lock()
         self.done = 0
         self.errors = 0
+        self.busy = 0  # threads inside a request now
 
     def op(self, sched: float, start: float, end: float, kind: str, status: int) -> None:
         rec = {"k": "op", "s": round(sched - self.t0, 4), "b": round(start - self.t0, 4),
@@ -89,7 +95,7 @@ class Recorder:
     def tick(self, **kw: Any) -> None:
         with self.lock:
             rec = {"k": "tick", "t": round(time.time() - self.t0, 3), "done": self.done,
-                   "errors": self.errors, **kw}
+                   "errors": self.errors, "busy": self.busy, **kw}
             self.f.write(json.dumps(rec) + "\n")
             self.f.flush()
 
@@ -122,11 +128,15 @@ def _worker(cfg: WorkloadConfig, rec: Recorder, jobs: queue.Queue[float | None] 
                 break
             sched = item
         start = time.time()
+        with rec.lock:
+            rec.busy += 1
         try:
             res = _one(conn, cfg, rng, body)
             kind, status = res[0], int(res[1:])
         except SwiftError:
             kind, status = "x", 0
+        with rec.lock:
+            rec.busy -= 1
         rec.op(sched, start, time.time(), kind, status)
     conn.close()
 
