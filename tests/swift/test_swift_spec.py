@@ -33,7 +33,7 @@ def test_seconds_stretch_the_schedule():
     spec = paper002.load_spec(Options(backend="testbed", seconds=90))
     assert spec.workload.duration_s == 90
     assert spec.workload.schedule == [(0, 16), (30, 18), (60, 20)]
-    assert spec.failures.every_s == 15
+    assert spec.failures.every_s == 10
 
 
 @pytest.mark.parametrize(("section", "fields", "expected"), [
