@@ -76,6 +76,8 @@ def run(out: Path, opts: Options, console: Any, spec: Any = None) -> Outcome:
         raise OptionError(f"--policy: the managed run must differ from the baseline "
                           f"{BASELINE!r}")
     check_tools()
+    from rich.progress import Progress
+
     from streamband.alloc.bwman import Models, fit
     from streamband.swift import scenario, training
     from streamband.swift.session import Session
@@ -103,9 +105,10 @@ def run(out: Path, opts: Options, console: Any, spec: Any = None) -> Outcome:
                     name = f"{pol}-{i + 1}"
                     before = s.cluster.usage()
                     t1 = time.monotonic()
-                    res = scenario.run(s, enforcer, pol, models,
-                                       {"user": up, "recovery": rp}, name,
-                                       _progress(console, name))
+                    with Progress(console=console) as bar:
+                        res = scenario.run(s, enforcer, pol, models,
+                                           {"user": up, "recovery": rp}, name,
+                                           _progress(bar, name, parsed.workload.duration_s))
                     wall = time.monotonic() - t1
                     after = s.cluster.usage()
                     runs[pol].append(res)
@@ -135,13 +138,16 @@ def _enforcer(s: Any, spec: Any, out: Path) -> Any:
     return MeterEnforcer(ControllerClient(spec.testbed.api), s.cluster, lease, link)
 
 
-def _progress(console: Any, name: str) -> Any:
-    last = [0.0]
+def _progress(bar: Any, name: str, duration_s: float) -> Any:
+    """A progress bar for one run: the workload, then the recovery tail."""
+    task = bar.add_task(f"{name}: workload", total=duration_s)
 
     def show(t: float, phase: str) -> None:
-        if t - last[0] >= 30:
-            last[0] = t
-            console.print(f"  {name}: {phase} t = {t:.0f} s")
+        if phase == "workload":
+            bar.update(task, completed=min(t, duration_s))
+        else:
+            bar.update(task, completed=duration_s,
+                       description=f"{name}: recovery, t = {t:.0f} s")
 
     return show
 
