@@ -177,10 +177,13 @@ class TcEnforcer:
     def utilization(self) -> dict[str, float]:
         """Per class, the busiest interface's bytes since the last call over the
         class's cap (empty without classes)."""
+        if self.plan is None:  # no classes to count
+            self._counts = None
+            return {}
         now = time.monotonic()
         counts = {p.dev: class_bytes(p) for p in self.ports}
         last, self._counts = self._counts, (now, counts)
-        if last is None or self.plan is None:
+        if last is None:
             return {}
         span = max(1e-3, now - last[0])
         out = {}
