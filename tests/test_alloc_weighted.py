@@ -10,9 +10,13 @@ from hypothesis import assume, given, settings
 
 from streamband.alloc import POLICIES, get_policy, sweep_pair, sweep_search, weighted
 from streamband.alloc.base import AllocProblem, FlowState
+from streamband.errors import SpecError
 from streamband.model.routing import Router, routing_matrix
 from streamband.model.topology import star
 from test_alloc_cases import MBIT, assert_feasible, problems
+
+# the allocating policies (observe caps nothing: np.inf everywhere, no capacity contract)
+LOOP = {n: e.fn for n, e in POLICIES.items() if e.kind == "loop" and n != "observe"}
 
 
 def fork(weights: list[float] | None, need_bytes: list[float]) -> AllocProblem:
@@ -52,7 +56,7 @@ def test_bad_weights_raise() -> None:
 @settings(max_examples=50, deadline=None)
 @given(problems)
 def test_every_policy_keeps_the_contract(p: AllocProblem) -> None:
-    for policy in POLICIES.values():
+    for policy in LOOP.values():
         assert_feasible(p, policy(p))
 
 
@@ -64,14 +68,18 @@ def test_without_bottlenecks_every_flow_gets_its_demand(p: AllocProblem) -> None
     has = np.diff(p.routing.indptr) > 0
     assume(np.all(p.routing.T @ np.where(has, d, 0) <= p.capacity))
     for name in ("appaware", "weighted"):
-        np.testing.assert_allclose(POLICIES[name](p)[has], d[has], err_msg=name)
+        np.testing.assert_allclose(LOOP[name](p)[has], d[has], err_msg=name)
 
 
 def test_registry() -> None:
-    assert set(POLICIES) == {"maxmin", "appaware", "weighted"}
+    assert set(LOOP) == {"maxmin", "appaware", "weighted"}
+    assert {n: e.kind for n, e in POLICIES.items() if e.kind != "loop"} == {
+        "tcp": "per-step", "static": "static", "sweep": "search"}
     assert get_policy("weighted") is weighted
-    with pytest.raises(ValueError, match="unknown policy 'tcp', expected one of appaware"):
-        get_policy("tcp")
+    with pytest.raises(SpecError, match="unknown policy 'wieghted'.*did you mean 'weighted'"):
+        get_policy("wieghted")
+    with pytest.raises(SpecError, match="kind .search."):
+        get_policy("sweep")
 
 
 # -- the brute-force sweep -------------------------------------------------------------

@@ -2,9 +2,10 @@
 
 import pytest
 
+from streamband.backends.sim import simulate
 from streamband.model import App, Edge, FlowMap, Operator, star
 from streamband.model.placement import explicit
-from streamband.sim.fluid import FluidSim, SimConfig, simulate
+from streamband.sim.fluid import FluidSim, SimConfig
 from test_model import fork_join
 
 TP = {
@@ -75,8 +76,8 @@ def test_manager_loop_appaware_beats_tcp(tp, gain):
     fm = fj_map(tp)
     cfg = SimConfig(duration_s=120)
     tcp = simulate(fm, "tcp", cfg)
-    sim = FluidSim(fm, "appaware", cfg)
-    aa = sim.run()
+    aa = simulate(fm, "appaware", cfg)
     assert aa.allocations == 120 // 5  # one allocation every Δt = 5 s
     assert aa.throughput_tps > gain * tcp.throughput_tps
     assert aa.latency_ms < tcp.latency_ms
+    assert aa.latency_p50_s <= aa.latency_p99_s

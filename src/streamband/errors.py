@@ -30,7 +30,11 @@ streamband.errors.SpecError: spec.yaml: sim.warmup_s: expected less than duratio
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
 
 
 class StreambandError(Exception):
@@ -67,3 +71,46 @@ def nearest(word: str, choices: Iterable[str]) -> str:
     """
     close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
     return f", did you mean {close[0]!r}?" if close else ""
+
+
+def _submodel(ann: Any) -> type[BaseModel] | None:
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return ann
+    for arg in getattr(ann, "__args__", ()):
+        found = _submodel(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def keys_at(root: type[BaseModel], loc: tuple[Any, ...]) -> tuple[str, ...]:
+    """The valid keys of the model at ``loc`` (list indices and mapping keys skipped)."""
+    model = root
+    for part in loc:
+        field = model.model_fields.get(str(part))
+        if field is None:
+            continue
+        sub = _submodel(field.annotation)
+        if sub is not None:
+            model = sub
+    return tuple(model.model_fields)
+
+
+def one_line(err: ValidationError, source: str = "", root: type[BaseModel] | None = None) -> str:
+    """A pydantic error as the one line to show: where, what, what was expected, and
+    for an unknown key the nearest valid one (from ``root``'s fields at that place)."""
+    e = err.errors()[0]
+    loc = ".".join(str(p) for p in e["loc"])
+    msg = e["msg"].removeprefix("Value error, ")
+    got = e.get("input")
+    if e["type"] == "extra_forbidden":
+        key = str(e["loc"][-1])
+        known = keys_at(root, e["loc"][:-1]) if root is not None else ()
+        msg = f"unknown key, expected one of {', '.join(known)}{nearest(key, known)}"
+        got = None
+    elif e["type"] == "literal_error" and got is not None:
+        msg += nearest(str(got), re.findall(r"'([^']*)'", str(e.get("ctx", {}).get("expected"))))
+    shown = ("" if isinstance(got, dict | list) or got is None
+             else f" (got {str(got)[:60]!r})" if isinstance(got, str) else f" (got {got!r})")
+    where = f"{source}: " if source else ""
+    return f"{where}{loc + ': ' if loc else ''}{msg}{shown}"

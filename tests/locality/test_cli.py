@@ -49,10 +49,10 @@ def test_bad_input_one_line_exit_2_nothing_written(tmp_path: Path) -> None:
 
 
 def test_paper_bench_rejects_a_file_as_out(tmp_path: Path) -> None:
-    import pytest
+    from streamband.cli import app as main_app
 
-    from streamband.locality.bench import run
     f = tmp_path / "file"
     f.write_text("x")
-    with pytest.raises(ValueError, match="--out"):
-        run(f)
+    res = runner.invoke(main_app, ["bench", "paper-003", "--out", str(f)])
+    assert res.exit_code == 2 and "--out" in res.output and "is a file" in res.output
+    assert f.read_text() == "x"

@@ -22,7 +22,7 @@ from streamband.testbed.registry import MARK, read_state
 def test_the_builtin_spec_loads():
     spec = load(paper002.SPEC)
     assert spec.storage == ["s1", "s2", "s3"] and spec.swift.replicas == 3
-    assert spec.quota_mbps == spec.testbed.bw_mbps
+    assert spec.quota_mbps == spec.testbed.link_mbps
     assert [r for _, r in spec.workload.schedule] == [16, 18, 20]
     assert spec.workload.target(59.9) == 16 and spec.workload.target(125) == 20
     # 20 op/s of 100 KB: reads leave one of 3 nodes, writes reach all 3

@@ -32,7 +32,7 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the testbed needs roo
 
 LINK_MBPS = 8.0
 SPEC = {
-    "testbed": {"api": "127.0.0.1:8191", "openflow": "127.0.0.1:6663", "bw_mbps": LINK_MBPS},
+    "testbed": {"api": "127.0.0.1:8191", "openflow": "127.0.0.1:6663", "link_mbps": LINK_MBPS},
     "swift": {"objects": 120, "part_power": 4},
     "workload": {"duration_s": 24, "schedule": [[0, 8], [12, 10]], "window_s": 4},
     "failures": {"share": 0.2, "every_s": 100, "start_s": 3},

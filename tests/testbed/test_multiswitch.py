@@ -12,8 +12,8 @@ import time
 import numpy as np
 import pytest
 
+from streamband.backends.openflow import MeterEnforcer
 from streamband.control.api_client import ControllerClient
-from streamband.control.enforcer import MeterEnforcer
 from streamband.testbed.network import Testbed
 from streamband.testbed.spec import load_spec
 
@@ -39,7 +39,7 @@ def _servers(tb: Testbed, host: str, ports: list[int]) -> None:
 
 
 def test_two_tier_paths_shaping_and_edge_meter(cleanup):
-    spec = load_spec(f"two_tier:bw_mbps=100,internal_mbps={INTERNAL_MBPS:g},{PORTS}")
+    spec = load_spec(f"two_tier:link_mbps=100,internal_mbps={INTERNAL_MBPS:g},{PORTS}")
     with Testbed(spec) as tb:
         client = ControllerClient(spec.api)
         client.wait_ready(len(tb.topo.switches))
@@ -66,7 +66,7 @@ def test_two_tier_paths_shaping_and_edge_meter(cleanup):
 
 
 def test_leaf_spine_paths_and_shaping(cleanup):
-    spec = load_spec("leaf_spine:leaves=2,spines=2,hosts_per_leaf=2,bw_mbps=100,"
+    spec = load_spec("leaf_spine:leaves=2,spines=2,hosts_per_leaf=2,link_mbps=100,"
                      f"internal_mbps={INTERNAL_MBPS:g},{PORTS}")
     with Testbed(spec) as tb:
         ControllerClient(spec.api).wait_ready(len(tb.topo.switches))

@@ -19,7 +19,7 @@ from streamband.testbed.network import Testbed
 from streamband.testbed.spec import load_spec
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the testbed needs root")
-SPEC = "star:workers=3,master=false,bw_mbps=20,api=127.0.0.1:8191,openflow=127.0.0.1:6663"
+SPEC = "star:hosts=3,link_mbps=20,api=127.0.0.1:8191,openflow=127.0.0.1:6663"
 ASK_MBPS, LINK_MBPS, SECONDS, SWAP_AT = 14.0, 20.0, 12, 6.0
 
 

@@ -13,17 +13,19 @@ import pytest
 from typer.testing import CliRunner
 
 from streamband.control.api_client import ControllerClient
+from streamband.experiments.spec import load_spec as load_experiment
+from streamband.model.flows import FlowMap
 from streamband.testbed import ovs
 from streamband.testbed.clean import leftovers, marked_processes
 from streamband.testbed.cli import app
-from streamband.testbed.harness.dag import fork_join
+from streamband.testbed.harness.dag import Dag
 from streamband.testbed.harness.run import run_dag
 from streamband.testbed.network import Testbed
 from streamband.testbed.registry import read_state
 from streamband.testbed.spec import load_spec
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the testbed needs root")
-SMALL = "star:workers=2,master=false,bw_mbps=20,api=127.0.0.1:8191,openflow=127.0.0.1:6663"
+SMALL = "star:hosts=2,link_mbps=20,api=127.0.0.1:8191,openflow=127.0.0.1:6663"
 
 
 def test_up_status_down_via_cli(cleanup):
@@ -56,13 +58,13 @@ def test_clean_after_kill_9(cleanup):
 
 
 def test_bad_spec_starts_nothing(cleanup):
-    r = CliRunner().invoke(app, ["up", "star:bw_mbps=0"])
+    r = CliRunner().invoke(app, ["up", "star:link_mbps=0"])
     assert r.exit_code == 2 and r.output.count("\n") == 1
     assert leftovers() == []
 
 
 def test_fat_tree_paths_forward(cleanup):
-    spec = load_spec("fat_tree:k=4,bw_mbps=100,api=127.0.0.1:8191,openflow=127.0.0.1:6663")
+    spec = load_spec("fat_tree:k=4,link_mbps=100,api=127.0.0.1:8191,openflow=127.0.0.1:6663")
     with Testbed(spec) as tb:
         ControllerClient(spec.api).wait_ready(len(tb.topo.switches))
         a, b, c = tb.topo.hosts[0], tb.topo.hosts[-1], tb.topo.hosts[5]
@@ -139,7 +141,12 @@ def test_api_rejects_bad_requests(cleanup):
 def test_fork_join_harness_reports(cleanup, tmp_path):
     spec = load_spec(SMALL)
     with Testbed(spec) as tb:
-        dag = fork_join("TP2", ("w1", "w2"), 300)
+        exp = load_experiment("paper-001")  # the simulator's fork-join, placed as TP2
+        app = exp.app.model_copy(deep=True)
+        app.operators[0].rate_tps = 300
+        where = {"S1": "w1", "S2": "w2"}
+        placement = {f"{op}[0]": where[h] for op, h in exp.placements["TP2"].map.items()}
+        dag = Dag.from_flowmap(FlowMap(app, tb.topo, placement))
         dag.seconds, dag.warmup_s = 5, 2
         res = run_dag(tb, dag, tmp_path / "run")
         assert res["throughput_tps"] > 50

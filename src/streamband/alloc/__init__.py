@@ -1,8 +1,8 @@
-"""Allocation policies (ARCHITECTURE: alloc/): pure functions ``AllocProblem -> rates``.
+"""Allocation policies: pure functions ``AllocProblem -> rates`` (bit/s per flow).
 
 ``maxmin`` is the TCP model (max-min fair with demands), ``appaware`` is 000
 Algorithm 1 with the backfill pass of 000 §VI-C, ``weighted`` is the weight-based
-allocation of 001 §III-D.
+allocation of 001 §III-D. Every policy, with its kind, is in :mod:`.registry`.
 """
 
 from __future__ import annotations
@@ -10,34 +10,20 @@ from __future__ import annotations
 from streamband.alloc.appaware import appaware, solve_downlink, solve_uplink
 from streamband.alloc.base import AllocProblem, FlowState, Policy
 from streamband.alloc.maxmin import maxmin, maxmin_rates
+from streamband.alloc.registry import POLICIES, PolicyEntry, get_policy, policy_entry
 from streamband.alloc.weighted import sweep_pair, sweep_search, weighted
-
-POLICIES: dict[str, Policy] = {
-    "maxmin": maxmin,
-    "appaware": appaware,
-    "weighted": weighted,
-}
-
-
-def get_policy(name: str) -> Policy:
-    """The policy registered as ``name``."""
-    try:
-        return POLICIES[name]
-    except KeyError:
-        raise ValueError(
-            f"policy: unknown policy {name!r}, expected one of {', '.join(sorted(POLICIES))}"
-        ) from None
-
 
 __all__ = [
     "POLICIES",
     "AllocProblem",
     "FlowState",
     "Policy",
+    "PolicyEntry",
     "appaware",
     "get_policy",
     "maxmin",
     "maxmin_rates",
+    "policy_entry",
     "solve_downlink",
     "solve_uplink",
     "sweep_pair",

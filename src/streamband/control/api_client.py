@@ -8,8 +8,10 @@ from typing import Any
 
 import httpx
 
+from streamband.errors import PreconditionError
 
-class ControllerError(RuntimeError):
+
+class ControllerError(PreconditionError):
     """The controller refused a request or cannot be reached."""
 
 

@@ -11,6 +11,7 @@ import json
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +96,8 @@ class LiveLoop:
         self._stop = threading.Event()
         self.thread: threading.Thread | None = None
         self.errors: list[str] = []
+        #: called after every step (e.g. to sample the measured rates)
+        self.on_step: Callable[[], None] | None = None
 
     def step(self) -> Allocation | None:
         try:
@@ -106,7 +109,13 @@ class LiveLoop:
         state = self.manager.profiler.last if hasattr(self.manager.profiler, "last") else None
         self.metrics.observe(alloc, self._stats.last)
         if self.log:
-            self.log.write(alloc, self._stats.last, {"state": state} if state else {})
+            extra: dict[str, Any] = {"state": state} if state else {}
+            g = self.manager.guard
+            if g is not None:
+                extra["guard"] = {"capping": g.capping, "moved": g.moved}
+            self.log.write(alloc, self._stats.last, extra)
+        if self.on_step is not None:
+            self.on_step()
         return alloc
 
     def run(self) -> None:
@@ -145,8 +154,8 @@ def main(argv: list[str] | None = None) -> None:
     import scipy.sparse as sp
 
     from streamband.alloc.base import FlowState
+    from streamband.backends.openflow import MeterEnforcer
     from streamband.control.api_client import ControllerClient
-    from streamband.control.enforcer import MeterEnforcer
 
     cfg = json.loads(Path((argv or sys.argv[1:])[0]).read_text())
     n = len(cfg["flows"])

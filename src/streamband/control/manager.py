@@ -1,6 +1,14 @@
 """The manager loop of 000 Fig. 4 / Algorithm 1: every Δt, observe the flow states
 (profiler) and the links' allocatable capacities (link statistics), decide with a
-policy, act through an enforcer. One loop for every backend (sim, testbed, cluster).
+policy, act through an enforcer. One loop for every backend.
+
+Division of labour in ``control/``: :mod:`.manager` is the loop and the three adapter
+interfaces it talks to (:class:`Profiler`, :class:`LinkStats`, :class:`Enforcer`);
+each backend implements them in its module of :mod:`streamband.backends`.
+:mod:`.live` runs the loop in real time (allocation log, Prometheus metrics);
+:mod:`.api_client` talks to the SDN controller's HTTP API (:mod:`streamband.sdn`).
+Policies live in :mod:`streamband.alloc`; the loop never decides, a policy never
+sees a backend.
 """
 
 from __future__ import annotations
@@ -12,6 +20,8 @@ from typing import Protocol
 import numpy as np
 
 from streamband.alloc.base import AllocProblem, FlowState, Policy
+from streamband.alloc.common import bottlenecked_links, entries
+from streamband.control.guard import HarmGuard
 
 
 class Profiler(Protocol):
@@ -32,15 +42,6 @@ class Enforcer(Protocol):
         ...
 
 
-def bottlenecked_links(p: AllocProblem) -> np.ndarray:
-    """Links the caller marked, else links whose flows need at least their capacity
-    in the next interval (Σ demand_bps >= C)."""
-    if p.bottlenecked is not None:
-        return np.asarray(p.bottlenecked, bool)
-    load = p.routing.T @ p.demand_bps()
-    return load >= p.capacity * (1.0 - 1e-3)
-
-
 @dataclass
 class Allocation:
     time: float
@@ -50,7 +51,29 @@ class Allocation:
 
 @dataclass
 class Manager:
-    """One observe -> decide -> act step per call of :meth:`step`."""
+    """One observe -> decide -> act step per call of :meth:`step`.
+
+    Parameters
+    ----------
+    routing : scipy.sparse matrix, F x L
+        R[f, l] = 1 iff flow f crosses link l (000 eq. 1a), flows in the profiler's order.
+    link_kind : ndarray (L,)
+        UPLINK / DOWNLINK / INTERNAL per link (:mod:`streamband.alloc.base`).
+    policy : Policy
+        The allocation function (a ``loop`` policy of :mod:`streamband.alloc.registry`).
+    profiler, linkstats, enforcer
+        The backend's adapters.
+    dt : float
+        Δt, seconds between allocations.
+    weights : ndarray (F,), optional
+        Per-flow weights a policy may use (tuple sizes, 001 §III-D).
+    guard : HarmGuard, optional
+        Do no harm (:mod:`.guard`): keep TCP's measured split unless the allocation moves
+        enough bandwidth to pay for metering it. None (the simulator: metering is free
+        there): always enforce.
+    history : list of Allocation
+        Every allocation made, in order (``rates_bps`` as enforced).
+    """
 
     routing: object  # scipy.sparse F x L
     link_kind: np.ndarray
@@ -60,6 +83,7 @@ class Manager:
     enforcer: Enforcer
     dt: float
     weights: np.ndarray | None = None
+    guard: HarmGuard | None = None
     history: list[Allocation] = field(default_factory=list)
 
     def step(self, now: float) -> Allocation:
@@ -76,9 +100,14 @@ class Manager:
         spent = time.perf_counter() - t0
         # Algorithm 1 outputs rates for the bottlenecked flows F^b (line 9); every
         # other flow keeps plain TCP sharing, so it is left uncapped.
-        hot = bottlenecked_links(problem)
-        on_hot = np.asarray(problem.routing[:, hot].sum(axis=1)).ravel() > 0
+        e = entries(problem.routing)
+        hot = bottlenecked_links(e, problem.capacity, problem.demand_bps(), problem.bottlenecked)
+        on_hot = np.zeros(e.n_flows, bool)
+        on_hot[e.rows[hot[e.cols]]] = True
         rates = np.where(on_hot, rates, np.inf)
+        if self.guard is not None and not self.guard.decide(
+                e, problem.capacity, hot, rates, 8.0 * problem.state.sent / self.dt):
+            rates = np.full(e.n_flows, np.inf)  # TCP's own split: the move is too small
         self.enforcer.enforce(rates)
         alloc = Allocation(now, rates, spent)
         self.history.append(alloc)

@@ -16,9 +16,18 @@ A reproduction module (``paper000``, ``paper001``, ``paper002``, ``paper003``,
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from streamband.experiments.runner import Done
+    from streamband.experiments.spec import ExperimentSpec
+    from streamband.report.html import Report
 
 
 @dataclass(frozen=True)
@@ -29,6 +38,9 @@ class Check:
     measured: str
     ok: bool
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ok", bool(self.ok))  # numpy's bool_ is not JSON's bool
+
 
 @dataclass
 class Comparison:
@@ -38,6 +50,8 @@ class Comparison:
     rows: list[list[Any]]
     checks: list[Check] = field(default_factory=list)
     title: str = "against the paper"
+    legend: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # why flagged rows are off the paper
 
     @property
     def ok(self) -> bool:
@@ -45,7 +59,8 @@ class Comparison:
 
     def as_json(self) -> dict[str, Any]:
         return {"title": self.title, "header": self.header, "rows": self.rows,
-                "checks": [asdict(c) for c in self.checks]}
+                "checks": [asdict(c) for c in self.checks], "legend": self.legend,
+                "notes": self.notes}
 
 
 @dataclass(frozen=True)
@@ -56,7 +71,9 @@ class Options:
     length of each run (``None``: the spec's or the module's default); ``repeat``:
     runs per configuration on noisy backends (median and spread reported);
     ``full_trace`` (paper-004): the whole trace everywhere; ``policy``: the managed
-    policy under test in place of the module's default (to check that checks fail).
+    policy under test in place of the module's default (to check that checks fail);
+    ``guard``: on a real backend, keep TCP's split unless an allocation moves enough
+    bandwidth to pay for metering it (:mod:`streamband.control.guard`).
     """
 
     backend: str = "sim"
@@ -64,6 +81,7 @@ class Options:
     repeat: int = 1
     full_trace: bool = False
     policy: str | None = None
+    guard: bool = True
 
 
 @dataclass
@@ -99,3 +117,77 @@ def distance(measured: float, paper: float) -> tuple[float, bool]:
         return math.nan, False
     ratio = measured / paper
     return measured - paper, not (1.0 / FLAG_FACTOR <= ratio <= FLAG_FACTOR)
+
+
+def _cells(rows: list[list[Any]]) -> list[list[Any]]:
+    return [[round(v, 2) if isinstance(v, float) else v for v in r] for r in rows]
+
+
+def show(comparison: Comparison, console: Console) -> None:
+    """Print the comparison and its checks."""
+    t = Table(title=comparison.title)
+    for h in comparison.header:
+        t.add_column(h, justify="right")
+    for r in _cells(comparison.rows):
+        t.add_row(*("-" if v is None or (isinstance(v, float) and math.isnan(v))
+                    else f"{v:g}" if isinstance(v, float) else str(v) for v in r))
+    console.print(t)
+    for note in comparison.notes:
+        console.print(f"note: {note}")
+    c = Table(title="checks")
+    for col in ("check", "measured", "ok"):
+        c.add_column(col)
+    for ch in comparison.checks:
+        c.add_row(ch.what, ch.measured, "yes" if ch.ok else "[bold red]NO[/]")
+    console.print(c)
+    failed = sum(not ch.ok for ch in comparison.checks)
+    console.print(f"{len(comparison.checks) - failed} of {len(comparison.checks)} checks hold"
+                  + (f"; {failed} FAILED" if failed else ""))
+
+
+def publish(out: Path, title: str, done: list[Done], comparison: Comparison,
+            console: Console, intro: list[str] | None = None,
+            extra: dict[str, Any] | None = None,
+            figures: Callable[[Report], None] | None = None) -> Outcome:
+    """Print the runs and the comparison; write ``results.json`` (runs, spec,
+    comparison, checks) and ``report.html`` (tables with legends, plots, checks)."""
+    from streamband.experiments.runner import write_outputs
+
+    report = write_outputs(out, title, done, console,
+                           extra={"comparison": comparison.as_json(), **(extra or {})},
+                           intro=intro)
+    report.heading(comparison.title.capitalize())
+    report.table(comparison.header, _cells(comparison.rows), legend=comparison.legend)
+    for note in comparison.notes:
+        report.para(note)
+    if figures is not None:
+        figures(report)
+    report.heading("Checks")
+    report.table(["check", "measured", "ok"],
+                 [[c.what, c.measured, c.ok] for c in comparison.checks])
+    show(comparison, console)
+    path = report.write()
+    console.print(f"results: {out / 'results.json'}\nreport:  {path}")
+    rows = [r for d in done for r in d.rows]
+    return Outcome(rows, comparison, out / "results.json", path)
+
+
+def with_options(spec: ExperimentSpec, opts: Options, under_test: str = "appaware"
+                 ) -> ExperimentSpec:
+    """``spec`` with ``opts.seconds`` as each run's length (warm-up and Δt shrunk to fit)
+    and ``opts.policy`` in place of the policy ``under_test``, validated again."""
+    from streamband.experiments.spec import parse_spec
+
+    data = spec.model_dump(mode="json", exclude_unset=True)
+    if opts.seconds is not None:
+        sim = spec.sim
+        interval = min(sim.interval_s, opts.seconds / 4)
+        data["sim"] = {**data.get("sim", {}), "duration_s": opts.seconds,
+                       "warmup_s": min(sim.warmup_s, opts.seconds / 3), "interval_s": interval,
+                       "sample_s": min(sim.sample_s, interval)}
+        data["sweep"] = {**data.get("sweep", {}),
+                         "duration_s": min(spec.sweep.duration_s, opts.seconds)}
+    if opts.policy is not None:
+        data["policies"] = list(dict.fromkeys(
+            opts.policy if p == under_test else p for p in spec.policies))
+    return parse_spec(data, f"{spec.experiment} (with the bench's options)")

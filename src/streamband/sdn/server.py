@@ -1,7 +1,7 @@
 """Start the controller process: os-ken's app manager with
 :class:`~streamband.sdn.app.StreambandApp`, and the HTTP API in a thread.
 
-os-ken 4.x has no packaged entry point; this follows its ``run_apps`` (MACHINE-NOTES).
+os-ken 4.x has no packaged entry point; this follows its ``run_apps``.
 """
 
 from __future__ import annotations
@@ -10,10 +10,12 @@ import ipaddress
 import logging
 import threading
 
+from streamband.errors import OptionError
+
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
-class ListenError(ValueError):
+class ListenError(OptionError):
     """A listen address that cannot be used."""
 
 

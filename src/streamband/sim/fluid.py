@@ -12,10 +12,14 @@ smallest watermark among its input flows (a flow's watermark is the origin of it
 oldest undelivered tuple, or its sender's watermark when nothing is queued). This is
 what makes a join stall when one of its inputs is throttled (000 §IV-A1).
 
-Link sharing: ``tcp`` is max-min fair among backlogged flows, recomputed every step;
-every other policy runs in the manager loop of 000 Fig. 4 — the 5-metric tuple
-sampled every ``sample_s``, a new allocation every ``interval_s`` (Δt), enforced as
-rate caps (a capped flow does not use leftover capacity, as with a meter).
+Link sharing: max-min fair among backlogged flows, recomputed every step (the TCP
+model), under per-flow rate caps (a capped flow does not use leftover capacity, as
+with a meter). The caps are fixed (``static``) or set by the manager loop of 000
+Fig. 4 that :mod:`streamband.backends.sim` attaches: the 5-metric tuple sampled every
+``sample_s``, a new allocation every ``interval_s`` (Δt).
+
+Latency is event-time latency: the age of every tuple the measured operators take
+in, from its source time (exact in the fluid queues); its mean and percentiles.
 """
 
 from __future__ import annotations
@@ -23,17 +27,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from streamband.alloc import get_policy
-from streamband.alloc.base import FlowState
 from streamband.alloc.maxmin import maxmin_rates
-from streamband.control.manager import Manager
 from streamband.model.flows import FlowMap
 from streamband.sim.queues import Chunk, FluidQueue, age_sum, origin_mass, total
-
-SIM_POLICIES = ("tcp", "static")
 
 
 @dataclass
@@ -56,6 +56,8 @@ class SimResult:
     policy: str
     throughput_tps: float
     latency_ms: float
+    latency_p50_s: float
+    latency_p99_s: float
     link_utilization: float | None
     optimizer_ms: float | None
     dropped_tuples: float
@@ -87,41 +89,34 @@ class _Instance:
         self.rate = 0.0
 
 
-class _SimProfiler:
-    """Application profiler of the simulator: 5-metric tuples from its queues."""
-
-    def __init__(self, sim: FluidSim) -> None:
-        self.sim = sim
-        self.prev = sim.snapshot()
-
-    def flow_state(self) -> FlowState:
-        now = self.sim.snapshot()
-        ls0, lr0, sent0 = self.prev
-        ls1, lr1, sent1 = now
-        self.prev = now
-        return FlowState(ls0, ls1, lr0, lr1, sent1 - sent0)
-
-
-class _SimLinkStats:
-    def __init__(self, capacity: np.ndarray) -> None:
-        self.capacity = capacity
-
-    def allocatable(self) -> np.ndarray:
-        return self.capacity.copy()
-
-
-class _SimEnforcer:
-    """Rate caps on the simulated flows (meters)."""
-
-    def __init__(self, sim: FluidSim) -> None:
-        self.sim = sim
-
-    def enforce(self, rates_bps: np.ndarray) -> None:
-        self.sim.caps = np.where(self.sim.external, rates_bps, np.inf)
-
-
 class FluidSim:
-    """One application on one network under one policy."""
+    """One application on one network: its queues, operators and links.
+
+    Parameters
+    ----------
+    fm : FlowMap
+        The application placed on a topology: flows, their links and tuple sizes.
+    policy : str
+        The name of the policy the run is under (reported in the result).
+    cfg : SimConfig, optional
+        Duration, step, sampling and allocation periods, warm-up, queue bounds and
+        backpressure (default :class:`SimConfig`).
+    caps : dict of int to float, optional
+        Fixed rate caps in bit/s by flow index (``static``); a manager loop attached
+        as :attr:`manager` overrides them every Δt.
+
+    Examples
+    --------
+    >>> from streamband.model.app import App
+    >>> from streamband.model.flows import FlowMap
+    >>> from streamband.model.topology import star
+    >>> app = App.model_validate({"name": "pair", "operators": [
+    ...     {"name": "a", "kind": "source", "rate_tps": 100}, {"name": "b", "kind": "sink"}],
+    ...     "edges": [{"src": "a", "dst": "b", "tuple_bytes": 1000}]})
+    >>> fm = FlowMap(app, star(2, 1e6), {"a[0]": "w1", "b[0]": "w2"})
+    >>> round(FluidSim(fm, "tcp", SimConfig(duration_s=30)).run().throughput_tps)
+    100
+    """
 
     def __init__(
         self,
@@ -129,7 +124,6 @@ class FluidSim:
         policy: str,
         cfg: SimConfig | None = None,
         caps: dict[int, float] | None = None,
-        weights: np.ndarray | None = None,
     ) -> None:
         self.fm = fm
         self.cfg = cfg or SimConfig()
@@ -176,20 +170,10 @@ class FluidSim:
         self.processed = 0.0
         self.processed_bytes = 0.0
         self.latency_mass = 0.0
+        self.ages: list[float] = []  # (age of a chunk's middle, tuples) pairs, flattened
         self.paused = False
-        self.manager: Manager | None = None
-        if policy not in SIM_POLICIES:
-            pol = get_policy(policy)
-            self.manager = Manager(
-                routing=fm.routing,
-                link_kind=fm.topo.kinds,
-                policy=pol,
-                profiler=_SimProfiler(self),
-                linkstats=_SimLinkStats(self.capacity),
-                enforcer=_SimEnforcer(self),
-                dt=self.cfg.interval_s,
-                weights=weights,
-            )
+        #: the manager loop of a ``loop`` policy (set by the backend); None: caps stay
+        self.manager: Any = None
 
     # -- observation --------------------------------------------------------
     def snapshot(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -227,6 +211,8 @@ class FluidSim:
         self.processed += n
         self.processed_bytes += nbytes
         self.latency_mass += age_sum(chunks, now)
+        for c in chunks:
+            self.ages += (now - 0.5 * (c[1] + c[2]), c[0])
 
     def _process(self, inst: _Instance, t: float, step: float, measure: bool) -> None:
         app = self.fm.app
@@ -370,10 +356,13 @@ class FluidSim:
         if self.manager is not None and self.manager.history:
             opt = 1000.0 * float(np.mean([a.optimizer_s for a in self.manager.history]))
         dropped = sum(q.dropped for q in self.sq) + sum(q.dropped for q in self.rq)
+        p50, p99 = weighted_percentiles(np.array(self.ages).reshape(-1, 2), (50.0, 99.0))
         return SimResult(
             policy=self.policy,
             throughput_tps=self.processed / span,
             latency_ms=1000.0 * self.latency_mass / self.processed if self.processed else math.nan,
+            latency_p50_s=p50,
+            latency_p99_s=p99,
             link_utilization=util,
             optimizer_ms=opt,
             dropped_tuples=dropped,
@@ -387,14 +376,18 @@ class FluidSim:
         )
 
 
-def simulate(
-    fm: FlowMap,
-    policy: str,
-    cfg: SimConfig | None = None,
-    caps: dict[int, float] | None = None,
-    weights: np.ndarray | None = None,
-    progress: Callable[[float], None] | None = None,
-) -> SimResult:
-    """Run ``fm``'s application under ``policy`` (``tcp``, ``static`` with ``caps``,
-    or any allocation policy name) and return its metrics."""
-    return FluidSim(fm, policy, cfg, caps, weights).run(progress)
+def weighted_percentiles(pairs: np.ndarray, qs: tuple[float, ...]) -> tuple[float, ...]:
+    """Percentiles ``qs`` of values weighted by mass: ``pairs`` is (value, weight) rows.
+
+    Examples
+    --------
+    >>> weighted_percentiles(np.array([[1.0, 1.0], [2.0, 3.0]]), (50.0, 99.0))
+    (2.0, 2.0)
+    """
+    pairs = pairs[pairs[:, 1] > 0] if len(pairs) else pairs
+    if not len(pairs):
+        return tuple(math.nan for _ in qs)
+    order = np.argsort(pairs[:, 0], kind="stable")
+    vals, w = pairs[order, 0], np.cumsum(pairs[order, 1])
+    return tuple(float(vals[min(np.searchsorted(w, q / 100.0 * w[-1]), len(vals) - 1)])
+                 for q in qs)

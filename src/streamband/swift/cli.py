@@ -13,19 +13,14 @@ from pathlib import Path
 
 import typer
 
-from streamband.errors import StreambandError
+from streamband.command import App, out_dir
+from streamband.errors import OptionError, PreconditionError
 from streamband.swift.cluster import check_tools
 from streamband.swift.layout import STATE, SWIFT_DIR
 from streamband.swift.spec import SwiftSpec, load
 from streamband.testbed.registry import read_state
 
-app = typer.Typer(help="OpenStack Swift on the testbed and BwMan (paper 002).",
-                  no_args_is_help=True)
-
-
-def _fail(msg: str, code: int = 2) -> typer.Exit:
-    typer.echo(f"error: {msg}", err=True)
-    return typer.Exit(code)
+app = App(help="OpenStack Swift on the testbed and BwMan (paper 002).", no_args_is_help=True)
 
 
 def _alive(pid: int | None) -> bool:
@@ -47,11 +42,8 @@ def _state() -> dict | None:
 
 
 def _load(spec: Path | None) -> SwiftSpec:
-    try:
-        parsed = load(spec)
-        check_tools()
-    except StreambandError as exc:
-        raise _fail(str(exc)) from None
+    parsed = load(spec)
+    check_tools()
     return parsed
 
 
@@ -68,8 +60,8 @@ def up(spec: Path = typer.Argument(None, help="experiment spec (YAML); default: 
     parsed = _load(spec)
     tb = read_state()
     if tb and _alive(tb.get("pid")):
-        raise _fail(f"a testbed is already up (pid {tb['pid']}); run `streamband swift down` "
-                    "or `streamband testbed down`")
+        raise PreconditionError(f"a testbed is already up (pid {tb['pid']}); run "
+                                "`streamband swift down` or `streamband testbed down`")
     SWIFT_DIR.mkdir(parents=True, exist_ok=True)
     spec_file = SWIFT_DIR / "spec.json"
     spec_file.write_text(parsed.model_dump_json())
@@ -96,7 +88,9 @@ def up(spec: Path = typer.Argument(None, help="experiment spec (YAML); default: 
     from streamband.testbed.clean import clean
 
     clean()
-    raise _fail(f"the store did not come up: {tail[-1] if tail else 'no output'}", 1)
+    typer.echo(f"error: the store did not come up: {tail[-1] if tail else 'no output'}",
+               err=True)
+    raise typer.Exit(1)
 
 
 @app.command()
@@ -131,7 +125,7 @@ def status(as_json: bool = typer.Option(False, "--json", help="print JSON")) -> 
 @app.command()
 def run(spec: Path = typer.Argument(..., help="experiment spec (YAML)"),
         out: Path = typer.Option(Path("out/swift-run"), help="output directory"),
-        repeat: int = typer.Option(1, min=1, help="runs per policy")) -> None:
+        repeat: int = typer.Option(1, help="runs per policy (1..100)")) -> None:
     """Run 002's experiment (training sweep, then the workload with failures without
     and with the spec's policy); results.json + report.html."""
     from rich.console import Console
@@ -140,8 +134,9 @@ def run(spec: Path = typer.Argument(..., help="experiment spec (YAML)"),
     from streamband.experiments.base import Options
 
     parsed = _load(spec)
-    if out.exists() and not out.is_dir():
-        raise _fail(f"--out: {out} is a file, expected a directory")
+    out_dir(out)
+    if not 1 <= repeat <= 100:
+        raise OptionError(f"--repeat: expected 1..100 runs, got {repeat}")
     outcome = paper002.run(out, Options(backend="testbed", repeat=repeat), Console(),
                            spec=parsed)
     if not outcome.ok:

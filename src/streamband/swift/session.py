@@ -127,7 +127,7 @@ class Session:
                 raise PreconditionError(f"swift: populating wrote {len(recs) - bad} of "
                                         f"{self.spec.swift.objects} objects")
         finally:
-            self.cluster.set_storage_links(self.spec.testbed.bw_mbps)
+            self.cluster.set_storage_links(self.spec.testbed.link_mbps)
         self._say(f"populated {self.spec.swift.objects} objects of "
                   f"{self.spec.swift.object_kb:g} KB")
 

@@ -3,8 +3,8 @@
 One YAML file, four sections, validated on load (a bad spec stops with one line
 naming the field, before anything starts):
 
-- ``testbed``: the star the store runs on (:class:`SwiftTestbedSpec`): ``workers``
-  is how many hosts the testbed has, ``bw_mbps`` the rate of each storage host's
+- ``testbed``: the star the store runs on (:class:`SwiftTestbedSpec`): ``hosts``
+  is how many hosts the testbed has, ``link_mbps`` the rate of each storage host's
   link (the node's bandwidth, 002's quota), ``edge_mbps`` the proxy's and client's;
 - ``swift``: the store (:class:`ClusterSpec`): storage hosts, replicas, ring size,
   the object population, the replicator;
@@ -37,30 +37,34 @@ def storage_names(n: int) -> list[str]:
 
 
 class SwiftTestbedSpec(TestbedSpec):
-    """A star of ``workers`` hosts: the client and the proxy on ``edge_mbps`` links,
-    the storage hosts on ``bw_mbps`` links (the shaped bottleneck)."""
+    """A star of ``hosts`` hosts: the client and the proxy on ``edge_mbps`` links,
+    the storage hosts on ``link_mbps`` links (each node's bandwidth, the shaped
+    bottleneck)."""
 
-    master: bool = False
-    workers: int = Field(5, ge=3, le=64)
-    bw_mbps: float = Field(16.0, gt=0, le=1000)
-    edge_mbps: float = Field(200.0, gt=0, le=1000)
-    storage_hosts: int = Field(3, ge=1)
+    hosts: int = Field(5, ge=3, le=64, description="how many hosts the testbed has "
+                       "(client, proxy and the storage hosts)")
+    link_mbps: float = Field(16.0, gt=0, le=1000, allow_inf_nan=False,
+                             description="each storage host's link, Mbit/s (its quota)")
+    edge_mbps: float = Field(200.0, gt=0, le=1000, allow_inf_nan=False,
+                             description="the client's and the proxy's links, Mbit/s")
+    storage_hosts: int = Field(3, ge=1, description="set from swift.storage_hosts")
 
     @model_validator(mode="after")
     def _star(self) -> SwiftTestbedSpec:
-        if self.kind != "star":
-            raise ValueError(f"kind: the store runs on a star, got {self.kind!r}")
+        if self.topology != "star":
+            raise ValueError(f"topology: the store runs on a star, got {self.topology!r}")
         return self
 
-    def topology(self) -> Topology:
-        topo = Topology("swift-star")
-        topo.add_switch("s0")
+    def build(self, name: str | None = None) -> Topology:
+        """client, proxy and s1..sN on one switch ``sw``."""
+        topo = Topology(name or "swift-star")
+        topo.add_switch("sw")
         for h in (CLIENT, PROXY):
             topo.add_host(h)
-            topo.connect_host(h, "s0", self.edge_mbps * 1e6)
+            topo.connect_host(h, "sw", self.edge_mbps * 1e6)
         for h in storage_names(self.storage_hosts):
             topo.add_host(h)
-            topo.connect_host(h, "s0", self.bw_mbps * 1e6)
+            topo.connect_host(h, "sw", self.link_mbps * 1e6)
         return topo
 
 
@@ -219,16 +223,16 @@ class SwiftSpec(_Strict):
     @model_validator(mode="after")
     def _fits(self) -> SwiftSpec:
         need = self.swift.storage_hosts + 2
-        if need > self.testbed.workers:
+        if need > self.testbed.hosts:
             raise ValueError(
                 f"swift.storage_hosts: {self.swift.storage_hosts} storage hosts + proxy + "
-                f"client need {need} hosts, the testbed has {self.testbed.workers} "
-                f"(testbed.workers)")
+                f"client need {need} hosts, the testbed has {self.testbed.hosts} "
+                f"(testbed.hosts)")
         self.testbed.storage_hosts = self.swift.storage_hosts
         quota = self.quota_mbps
-        if quota > self.testbed.bw_mbps:
+        if quota > self.testbed.link_mbps:
             raise ValueError(f"control.quota_mbps: expected at most the storage link rate "
-                             f"testbed.bw_mbps ({self.testbed.bw_mbps:g}), got {quota:g}")
+                             f"testbed.link_mbps ({self.testbed.link_mbps:g}), got {quota:g}")
         floor = slo_floor_mbps(self)
         if quota < floor:
             raise ValueError(
@@ -239,7 +243,7 @@ class SwiftSpec(_Strict):
 
     @property
     def quota_mbps(self) -> float:
-        return self.control.quota_mbps or self.testbed.bw_mbps
+        return self.control.quota_mbps or self.testbed.link_mbps
 
     @property
     def storage(self) -> list[str]:

@@ -1,6 +1,6 @@
 """``streamband testbed selftest``: does the testbed do what 000 §V needs?
 
-On a star with 20 Mbit/s links (issue 5, item 5):
+On a star with 20 Mbit/s links:
 
 a. iperf3 TCP through a meter at 2, 5, 10, 15 Mbit/s: goodput vs meter rate;
 b. link statistics (switch port counters, read by the controller) vs iperf3's
@@ -145,7 +145,7 @@ def lease_expiry(tb: Testbed, client: ControllerClient, dt: float = 1.0) -> dict
 
 def selftest(out: Path | None = None, quick: bool = False) -> dict[str, Any]:
     """Run (a)-(e); returns the report (written to ``out`` as JSON when given)."""
-    spec = load_spec({"kind": "star", "workers": 2, "master": False, "bw_mbps": 20})
+    spec = load_spec({"topology": "star", "hosts": 2, "link_mbps": 20})
     report: dict[str, Any] = {"spec": spec.model_dump(), "time": time.time()}
     clean()
     try:

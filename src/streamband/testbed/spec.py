@@ -1,9 +1,11 @@
-"""A testbed spec: which topology of :mod:`streamband.model.topology` to emulate,
-its link capacities, the controller and optional iperf3 cross traffic.
+"""A testbed spec: the network spec (:class:`~streamband.model.network.NetworkSpec`,
+the one grammar of every network in streamband) plus control-plane fields: the
+controller, its API and OpenFlow addresses, and optional iperf3 cross traffic.
 
-``SPEC`` on the command line is either a YAML file or a short form
-``KIND[:key=value,...]``, e.g. ``star:workers=8,bw_mbps=20`` or ``fat_tree:k=4``.
-Validated on load: a bad spec stops with one line naming the field.
+``SPEC`` on the command line is a YAML file (a mapping, or a ``testbed:`` mapping
+inside an experiment file) or the short form ``KIND[:key=value,...]``, e.g.
+``star:hosts=8,link_mbps=20`` or ``fat_tree:k=4,api=127.0.0.1:8191``. Validated on
+load: a bad spec stops with one line naming the field and the nearest valid key.
 """
 
 from __future__ import annotations
@@ -11,111 +13,122 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from streamband.model import topology as mt
+from streamband.errors import SpecError, one_line
+from streamband.model.network import KINDS, NetworkSpec, parse_network, split_short
+
+#: what one machine (2 cores) carries as emulated hosts and switches
+MAX_HOSTS, MAX_SWITCHES = 64, 32
 
 
-class SpecError(ValueError):
-    """A spec that cannot be built; the message names the field."""
+def _address(value: str, what: str) -> str:
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ValueError(f"expected HOST:PORT for the {what} (port 1..65535), got {value!r}")
+    return value
 
 
 class CrossTraffic(BaseModel):
     """One iperf3 flow between two hosts that the application does not own."""
 
     model_config = ConfigDict(extra="forbid")
-    src: str
-    dst: str
-    mbps: float = Field(gt=0)
-    udp: bool = True
+    src: str = Field(description="the sending host")
+    dst: str = Field(description="the receiving host")
+    mbps: float = Field(gt=0, allow_inf_nan=False, description="its rate, Mbit/s")
+    udp: bool = Field(True, description="UDP at a fixed rate (else TCP)")
 
 
-class TestbedSpec(BaseModel):
-    """The emulated network. Capacities in Mbit/s at this edge (bit/s inside)."""
+class TestbedSpec(NetworkSpec):
+    """The emulated network (a :class:`NetworkSpec`) and its control plane.
+
+    Parameters
+    ----------
+    controller : bool
+        Start ``streamband controller`` with the testbed (default True).
+    api : str
+        The controller's HTTP API address, HOST:PORT (default 127.0.0.1:8181).
+    openflow : str
+        The OpenFlow listen address, HOST:PORT (default 127.0.0.1:6653).
+    cross_traffic : list of CrossTraffic
+        iperf3 flows the application does not own.
+    """
 
     __test__ = False  # not a pytest class
     model_config = ConfigDict(extra="forbid")
-    kind: Literal["star", "two_tier", "fat_tree", "leaf_spine"] = "star"
-    # star (000 §VI-A1): workers plus a master host on one switch
-    workers: int = Field(8, ge=1, le=64)
-    master: bool = True
-    bw_mbps: float = Field(20.0, gt=0, le=1000)
-    # two_tier (000 Fig. 2c)
-    racks: int = Field(4, ge=1, le=16)
-    hosts_per_rack: int = Field(2, ge=1, le=16)
-    cores: int = Field(2, ge=1, le=8)
-    internal_mbps: float | None = Field(None, gt=0, le=1000)
-    # fat_tree
-    k: int = Field(4, ge=2, le=4)
-    # leaf_spine
-    leaves: int = Field(2, ge=1, le=8)
-    spines: int = Field(2, ge=1, le=4)
-    hosts_per_leaf: int = Field(2, ge=1, le=16)
-    # control plane
-    controller: bool = True  # start `streamband controller` with the testbed
-    api: str = "127.0.0.1:8181"
-    openflow: str = "127.0.0.1:6653"
-    cross_traffic: list[CrossTraffic] = []
+    link_mbps: float = Field(20.0, gt=0, le=1000, allow_inf_nan=False,
+                             description="host link capacity, Mbit/s")
+    internal_mbps: float | None = Field(None, gt=0, le=1000, allow_inf_nan=False,
+                                        description="switch-to-switch link capacity, Mbit/s "
+                                        "(default: link_mbps)")
+    congestion_control: Literal["cubic", "reno", "bbr"] = Field(
+        "cubic", description="TCP congestion control in every host (Linux's default, as the "
+        "papers ran; a namespace would otherwise inherit this machine's setting)")
+    controller: bool = Field(True, description="start streamband controller with the testbed")
+    api: str = Field("127.0.0.1:8181", description="the controller's HTTP API, HOST:PORT "
+                     "(a bearer token is required off loopback)")
+    openflow: str = Field("127.0.0.1:6653", description="the OpenFlow listener, HOST:PORT")
+    cross_traffic: list[CrossTraffic] = Field([], description="iperf3 flows the application "
+                                              "does not own")
 
-    @model_validator(mode="after")
-    def _even_k(self) -> TestbedSpec:
-        if self.k % 2:
-            raise ValueError(f"k: expected an even number, got {self.k}")
-        return self
+    @field_validator("api")
+    @classmethod
+    def _api(cls, v: str) -> str:
+        return _address(v, "controller's HTTP API")
 
-    def topology(self) -> mt.Topology:
-        """The model topology: the one source of truth for sim and testbed."""
-        bw = self.bw_mbps * 1e6
-        if self.kind == "star":
-            hosts = [f"w{i + 1}" for i in range(self.workers)]
-            return mt.star((["master"] if self.master else []) + hosts, bw)
-        if self.kind == "two_tier":
-            internal = (self.internal_mbps or self.bw_mbps) * 1e6
-            return mt.two_tier(self.racks, self.hosts_per_rack, self.cores, bw, internal)
-        if self.kind == "fat_tree":
-            return mt.fat_tree(self.k, bw)
-        fabric = (self.internal_mbps or self.bw_mbps) * 1e6
-        return mt.leaf_spine(self.leaves, self.spines, self.hosts_per_leaf, bw, fabric)
+    @field_validator("openflow")
+    @classmethod
+    def _openflow(cls, v: str) -> str:
+        return _address(v, "OpenFlow listener")
 
-
-def _scalar(text: str) -> Any:
-    return yaml.safe_load(text)
+    @classmethod
+    def from_network(cls, net: NetworkSpec, **control: Any) -> TestbedSpec:
+        """The testbed that emulates ``net`` (same shape and capacities)."""
+        return load_spec({**net.model_dump(exclude_unset=True), "topology": net.topology,
+                          "link_mbps": net.link_mbps, "internal_mbps": net.internal_mbps,
+                          **control})
 
 
 def load_spec(spec: str | Path | dict[str, Any]) -> TestbedSpec:
-    """Parse a YAML file, a ``KIND:key=val,...`` string or a dict; raise :class:`SpecError`."""
-    data: dict[str, Any]
+    """Parse a YAML file, a ``KIND[:key=val,...]`` string or a dict.
+
+    Raises
+    ------
+    SpecError
+        One line naming the file or short form, the field and what was expected.
+    """
+    from streamband.experiments.spec import load_yaml
+
+    source = ""
     if isinstance(spec, dict):
         data = dict(spec)
     elif Path(str(spec)).suffix in (".yaml", ".yml") or Path(str(spec)).is_file():
-        path = Path(str(spec))
-        try:
-            loaded = yaml.safe_load(path.read_text())
-        except (OSError, yaml.YAMLError) as exc:
-            raise SpecError(f"spec {path}: {exc}") from None
-        if not isinstance(loaded, dict):
-            raise SpecError(f"spec {path}: expected a mapping at the top level")
+        source = str(spec)
+        loaded = load_yaml(Path(str(spec)), "testbed spec")
         data = loaded.get("testbed", loaded)
+        if not isinstance(data, dict):
+            raise SpecError(f"{spec}: testbed: expected a mapping")
     else:
-        kind, _, rest = str(spec).partition(":")
-        data = {"kind": kind}
-        for item in filter(None, rest.split(",")):
-            key, eq, val = item.partition("=")
-            if not eq:
-                raise SpecError(f"spec {spec!r}: expected key=value, got {item!r}")
-            data[key.strip()] = _scalar(val.strip())
+        source = repr(str(spec))
+        data = split_short(str(spec), source)
+    kind = data.get("topology", "star")
+    if kind == "big_switch":
+        raise SpecError(f"{source or 'spec'}: topology: big_switch is the coflow simulator's "
+                        f"fabric; the testbed emulates star, two_tier, fat_tree or leaf_spine")
+    if kind not in KINDS:
+        parse_network(data, source)  # raises the unknown-kind line, with the nearest kind
     try:
         out = TestbedSpec.model_validate(data)
-        topo = out.topology()
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(x) for x in err["loc"]) or "spec"
-        raise SpecError(f"spec field {where}: {err['msg']}") from None
-    except mt.TopologyError as exc:
-        raise SpecError(f"spec: {exc}") from None
-    for ct in out.cross_traffic:
-        for end in (ct.src, ct.dst):
-            if not topo.is_host(end):
-                raise SpecError(f"spec field cross_traffic: unknown host {end!r}")
+        raise SpecError(one_line(exc, source, TestbedSpec)) from None
+    topo = out.build()
+    if len(topo.hosts) > MAX_HOSTS or len(topo.switches) > MAX_SWITCHES:
+        raise SpecError(f"{source or 'spec'}: {len(topo.hosts)} hosts and "
+                        f"{len(topo.switches)} switches; the testbed emulates at most "
+                        f"{MAX_HOSTS} hosts and {MAX_SWITCHES} switches on one machine")
+    for i, ct in enumerate(out.cross_traffic):
+        for end in ("src", "dst"):
+            if not topo.is_host(getattr(ct, end)):
+                raise SpecError(f"{source or 'spec'}: cross_traffic[{i}].{end}: unknown host "
+                                f"{getattr(ct, end)!r}, expected one of {', '.join(topo.hosts)}")
     return out

@@ -1,11 +1,13 @@
-"""The traffic a harness run carries: operators placed on hosts and the edges
-(flows) between them, with tuple sizes. A traffic harness, not a stream engine:
+"""The traffic a harness run carries: operator instances placed on hosts and the
+flows between them, with tuple sizes. A traffic harness, not a stream engine:
 sources emit at a fixed rate (open loop), relays forward one tuple per input,
-joins match tuples by id across all their inputs (001's join at D).
+joins match tuples by id across all their input operators (001's join at D) or, in
+``latest`` mode, join each tuple of the primary input with the latest record of the
+others (000's Trucking IoT combiner).
 
-Builders: :func:`fork_join` (001 Fig. 1: A -> B, A -> C, B -> D, C -> D with 8/4/6/3
-KB tuples) and :func:`trucking_iot` (000 §VI-B: truck geo events and traffic speed
-events joined by route, then scored).
+A run's DAG is derived from the same :class:`~streamband.model.app.App` and placement
+as the simulator's (:meth:`Dag.from_flowmap`): one harness operator per instance, one
+edge per flow of the :class:`~streamband.model.flows.FlowMap`, in its order.
 """
 
 from __future__ import annotations
@@ -13,29 +15,49 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-KB = 1024
+from streamband.errors import SpecError
+
+if TYPE_CHECKING:
+    from streamband.model.flows import FlowMap
 
 
 @dataclass
 class Operator:
+    """One instance: ``source`` (open loop at ``rate_tps``), ``relay`` (one tuple out
+    per tuple in) or ``join`` (``mode`` ``all``: by id across every input operator;
+    ``latest``: each ``primary`` tuple with the latest record of the others).
+    ``measured``: its completions are the run's throughput and latency."""
+
     name: str
     kind: Literal["source", "relay", "join"]
     host: str
     rate_tps: float = 0.0  # sources only
+    mode: Literal["all", "latest"] = "all"
+    primary: str = ""  # latest-mode joins: the input operator whose tuples are joined
+    measured: bool = False
+    index: int = 0  # instance index within its operator (source ids interleave by it)
+    parallelism: int = 1
 
 
 @dataclass
 class Edge:
-    """One flow: every tuple of ``src`` goes to ``dst`` as ``tuple_bytes`` bytes
-    over its own TCP connection (to ``port`` on ``dst``'s host) when remote."""
+    """One flow: ``share`` of ``src``'s tuples go to ``dst`` as ``tuple_bytes`` bytes
+    over its own TCP connection (to ``port`` on ``dst``'s host) when remote.
+
+    The edges from one instance to one downstream operator form a group: under the
+    ``all`` grouping every tuple goes on every edge of the group; otherwise each tuple
+    goes on one edge, chosen from the tuple id by the edges' shares (the same choice
+    on every input of a join)."""
 
     id: int
     src: str
     dst: str
     tuple_bytes: int
     port: int = 0
+    grouping: str = "all"
+    share: float = 1.0
 
 
 @dataclass
@@ -70,6 +92,37 @@ class Dag:
         """The flows the network carries (the manager's flows, in this order)."""
         return [e for e in self.edges if self.remote(e)]
 
+    @classmethod
+    def from_flowmap(cls, fm: FlowMap, rate_scale: float = 1.0) -> Dag:
+        """The harness DAG of ``fm``'s application as placed there: operator instances
+        on their hosts, edge ``i`` = flow ``i``. Sources emit ``rate_scale`` x their rate.
+
+        Raises
+        ------
+        SpecError
+            For an operator the harness cannot run: a window, or a map whose
+            selectivity is not 1.
+        """
+        app = fm.app
+        measured = set(app.measured())
+        ops = []
+        kinds = {"source": "source", "map": "relay", "sink": "relay", "join": "join"}
+        for o in app.operators:
+            if o.kind == "window" or (o.kind == "map" and o.selectivity != 1.0):
+                what = o.kind if o.kind == "window" else f"map, selectivity {o.selectivity:g}"
+                raise SpecError(f"app {app.name}: operator {o.name} ({what}): the traffic "
+                                f"harness runs sources, maps of selectivity 1, joins and sinks")
+            for i in range(o.parallelism):
+                iid = f"{o.name}[{i}]"
+                ops.append(Operator(
+                    iid, kinds[o.kind], fm.placement[iid],  # type: ignore[arg-type]
+                    rate_tps=rate_scale * (o.rate_tps or 0.0) / o.parallelism,
+                    mode=o.join_mode, primary=o.primary or "", measured=o.name in measured,
+                    index=i, parallelism=o.parallelism))
+        edges = [Edge(f.index, f.src, f.dst, int(round(f.tuple_bytes)),
+                      grouping=app.edges[f.edge].grouping, share=f.share) for f in fm.flows]
+        return cls(ops, edges)
+
     def hosts(self) -> list[str]:
         return sorted({o.host for o in self.operators})
 
@@ -87,43 +140,3 @@ class Dag:
         d["operators"] = [Operator(**o) for o in d["operators"]]
         d["edges"] = [Edge(**e) for e in d["edges"]]
         return cls(**d)
-
-
-FORK_JOIN_PLACEMENTS = {
-    # 001 §IV: the three placements of {A, B, C, D} on two machines
-    "TP1": ({"A", "B"}, {"C", "D"}),
-    "TP2": ({"A", "C"}, {"B", "D"}),
-    "TP3": ({"A", "D"}, {"B", "C"}),
-}
-
-
-def fork_join(placement: str, hosts: tuple[str, str] = ("S1", "S2"),
-              rate_tps: float = 500.0) -> Dag:
-    """001's fork-join: A -> B (8 KB), A -> C (4 KB), B -> D (6 KB), C -> D (3 KB),
-    D joins B's and C's tuples 1:1 by id; ``placement`` is TP1, TP2 or TP3."""
-    try:
-        first, _ = FORK_JOIN_PLACEMENTS[placement]
-    except KeyError:
-        raise ValueError(f"placement: expected TP1, TP2 or TP3, got {placement!r}") from None
-
-    def host(op: str) -> str:
-        return hosts[0] if op in first else hosts[1]
-
-    ops = [Operator("A", "source", host("A"), rate_tps), Operator("B", "relay", host("B")),
-           Operator("C", "relay", host("C")), Operator("D", "join", host("D"))]
-    edges = [Edge(0, "A", "B", 8 * KB), Edge(1, "A", "C", 4 * KB), Edge(2, "B", "D", 6 * KB),
-             Edge(3, "C", "D", 3 * KB)]
-    return Dag(ops, edges)
-
-
-def trucking_iot(hosts: tuple[str, str, str] = ("w1", "w2", "w3"),
-                 rate_tps: float = 200.0) -> Dag:
-    """000 §VI-B's Trucking IoT pattern: geo events (G) and speed events (S) from
-    two sources, joined by route (J), then scored (R); tuple sizes are small JSON
-    events (geo 1 KB, speed 0.5 KB, joined 1.5 KB)."""
-    ops = [Operator("G", "source", hosts[0], rate_tps),
-           Operator("S", "source", hosts[1], rate_tps),
-           Operator("J", "join", hosts[2]), Operator("R", "relay", hosts[0])]
-    edges = [Edge(0, "G", "J", 1 * KB), Edge(1, "S", "J", KB // 2),
-             Edge(2, "J", "R", 3 * KB // 2)]
-    return Dag(ops, edges)

@@ -11,11 +11,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from streamband.errors import PreconditionError
 from streamband.testbed.harness.dag import Dag
 from streamband.testbed.network import Testbed
 
 
-class HarnessError(RuntimeError):
+class HarnessError(PreconditionError):
     """A worker did not start or did not finish."""
 
 
@@ -58,13 +59,14 @@ def run_dag(tb: Testbed, dag: Dag, run_dir: Path,
         if not f.exists():
             raise HarnessError(f"harness worker on {h} wrote no result (see {run_dir})")
         results.append(json.loads(f.read_text()))
-    sinks = [r for r in results if r["sinks"]]
+    sinks = [r for r in results if r["measured"]]
     out = {
         "throughput_tps": sum(r["throughput_tps"] for r in sinks),
-        "latency_ms": max((r["latency_ms"] for r in sinks if r["latency_ms"] is not None),
-                          default=None),
-        "latency_p99_ms": max((r["latency_p99_ms"] for r in sinks
-                               if r["latency_p99_ms"] is not None), default=None),
+        "latency_s": _weighted([(r["latency_s"], r["completed"]) for r in sinks]),
+        "latency_p50_s": max((r["latency_p50_s"] for r in sinks
+                              if r["latency_p50_s"] is not None), default=None),
+        "latency_p99_s": max((r["latency_p99_s"] for r in sinks
+                              if r["latency_p99_s"] is not None), default=None),
         "dropped_tuples": sum(r["dropped_tuples"] for r in results),
         "emitted": sum(r["emitted"] for r in results),
         "edges": {},
@@ -73,6 +75,13 @@ def run_dag(tb: Testbed, dag: Dag, run_dir: Path,
         for eid, st in r["edges"].items():
             out["edges"].setdefault(eid, {}).update(st)
     return out
+
+
+def _weighted(pairs: list[tuple[float | None, int]]) -> float | None:
+    """The mean of per-worker means weighted by their completions."""
+    ok = [(v, n) for v, n in pairs if v is not None and n > 0]
+    total = sum(n for _, n in ok)
+    return sum(v * n for v, n in ok) / total if total else None
 
 
 def _kill(procs: dict[str, subprocess.Popen[Any]]) -> None:

@@ -24,6 +24,7 @@ from streamband.testbed.harness.dag import Dag, Edge
 
 HEADER = struct.Struct("!QdI")
 SNDBUF = 32 * 1024  # small socket buffers: backlog shows in the sender's queue
+GOLDEN = 0.6180339887498949  # tid * GOLDEN mod 1 spreads tuple ids evenly over [0, 1)
 
 
 class FlowCounters:
@@ -49,45 +50,83 @@ class Worker:
             if e.src in self.local and dag.remote(e)}
         self.stop = threading.Event()
         self.t0 = 0.0
+        self.groups = self._groups()
         self.joined: list[tuple[float, float]] = []  # (completion time, latency)
         self.join_dropped = 0
         self.emitted = 0
 
     # -- emission -----------------------------------------------------------------
-    def emit(self, op: str, tid: int, ts: float) -> None:
+    def _groups(self) -> dict[str, list[list[Edge]]]:
+        """Per local operator, its out-edges grouped by downstream operator."""
+        out: dict[str, dict[str, list[Edge]]] = {}
         for e in self.dag.edges:
-            if e.src != op:
-                continue
-            c = self.counters[e.id]
-            if e.id in self.sendq:
-                try:
-                    self.sendq[e.id].put_nowait((tid, ts))
-                    with c.lock:
-                        c.ls += e.tuple_bytes
-                except queue.Full:
-                    with c.lock:
-                        c.dropped += 1
-            else:  # a local edge: no network
+            if e.src in self.local:
+                out.setdefault(e.src, {}).setdefault(e.dst.rpartition("[")[0] or e.dst,
+                                                    []).append(e)
+        return {op: list(g.values()) for op, g in out.items()}
+
+    @staticmethod
+    def _pick(group: list[Edge], tid: int) -> list[Edge]:
+        """The edges a tuple takes: all of them under ``all``, else one chosen from the
+        tuple id by the shares, which sum to 1 over a group (the same choice on every
+        input of a join)."""
+        if group[0].grouping == "all":
+            return group
+        u = (tid * GOLDEN) % 1.0
+        for e in group:
+            u -= e.share
+            if u < 0:
+                return [e]
+        return [group[-1]]
+
+    def emit(self, op: str, tid: int, ts: float) -> None:
+        for group in self.groups.get(op, ()):
+            for e in self._pick(group, tid):
+                self._send(e, tid, ts)
+
+    def _send(self, e: Edge, tid: int, ts: float) -> None:
+        c = self.counters[e.id]
+        if e.id in self.sendq:
+            try:
+                self.sendq[e.id].put_nowait((tid, ts))
                 with c.lock:
-                    c.sent += e.tuple_bytes
-                    c.lr += e.tuple_bytes
-                self.inbox[e.dst].put((e.id, tid, ts, e.tuple_bytes))
+                    c.ls += e.tuple_bytes
+            except queue.Full:
+                with c.lock:
+                    c.dropped += 1
+        else:  # a local edge: no network
+            with c.lock:
+                c.sent += e.tuple_bytes
+                c.lr += e.tuple_bytes
+            self.inbox[e.dst].put((e.id, tid, ts, e.tuple_bytes))
 
     def source(self, name: str, rate: float) -> None:
-        tid, start = 0, time.monotonic()
+        op = self.local[name]
+        k, start = 0, time.monotonic()
         while not self.stop.is_set():
-            due = start + tid / rate
+            due = start + k / rate
             delay = due - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
-            self.emit(name, tid, time.time())
+            # ids interleave over the operator's instances: distinct across them
+            self.emit(name, k * op.parallelism + op.index, time.time())
             self.emitted += 1
-            tid += 1
+            k += 1
+
+    def _complete(self, name: str, tid: int, ts: float) -> None:
+        if self.local[name].measured:
+            now = time.time()
+            self.joined.append((now, now - ts))
+        self.emit(name, tid, ts)
 
     def process(self, name: str, kind: str) -> None:
-        inputs = {e.id for e in self.dag.edges if e.dst == name}
-        sink = not any(e.src == name for e in self.dag.edges)
-        pending: dict[int, tuple[set[int], float, float]] = {}
+        op = self.local[name]
+        src_op = {e.id: e.src.rpartition("[")[0] or e.src
+                  for e in self.dag.edges if e.dst == name}
+        inputs = set(src_op.values())
+        pending: dict[int, tuple[set[str], float, float]] = {}
+        latest: dict[str, float] = {}
+        waiting: list[tuple[int, float]] = []  # latest mode: primary tuples before records
         last_sweep = time.monotonic()
         while not self.stop.is_set():
             try:
@@ -98,18 +137,26 @@ class Worker:
             with c.lock:
                 c.lr -= nbytes
             if kind == "relay":
-                self.emit(name, tid, ts)
-                if sink:
-                    self.joined.append((time.time(), time.time() - ts))
+                self._complete(name, tid, ts)
+                continue
+            if op.mode == "latest":
+                src = src_op[eid]
+                if src != op.primary:
+                    latest[src] = ts
+                    if waiting and len(latest) == len(inputs) - 1:
+                        for w in waiting:
+                            self._complete(name, *w)
+                        waiting.clear()
+                elif len(latest) == len(inputs) - 1:
+                    self._complete(name, tid, ts)
+                else:
+                    waiting.append((tid, ts))
                 continue
             got, ts0, first = pending.get(tid, (set(), ts, time.monotonic()))
-            got.add(eid)
+            got.add(src_op[eid])
             if got >= inputs:
                 pending.pop(tid, None)
-                if sink:
-                    now = time.time()
-                    self.joined.append((now, now - ts0))
-                self.emit(name, tid, ts0)
+                self._complete(name, tid, ts0)
             else:
                 pending[tid] = (got, ts0, first)
             if self.dag.join_timeout_s and time.monotonic() - last_sweep > 1.0:
@@ -212,12 +259,13 @@ class Worker:
             "host": self.host,
             "completed": len(window),
             "throughput_tps": len(window) / span,
-            "latency_ms": 1e3 * lats[len(lats) // 2] if lats else None,
-            "latency_p99_ms": 1e3 * lats[int(0.99 * (len(lats) - 1))] if lats else None,
+            "latency_s": sum(lats) / len(lats) if lats else None,
+            "latency_p50_s": lats[len(lats) // 2] if lats else None,
+            "latency_p99_s": lats[int(0.99 * (len(lats) - 1))] if lats else None,
             "emitted": self.emitted,
             "dropped_tuples": sum(c.dropped for c in self.counters.values())
             + self.join_dropped,
-            "sinks": bool(self.joined),
+            "measured": any(o.measured for o in self.local.values()),
             **self.snapshot(),
         }
 

@@ -1,0 +1,87 @@
+"""The one registry of allocation policies: name -> what the policy is and how it runs.
+
+Kinds, in the order a run meets them:
+
+- ``per-step``: the network's own sharing, no manager. ``tcp`` is max-min fair among
+  backlogged flows recomputed every simulator step (the TCP model); on a real
+  backend it is plain TCP, nothing enforced.
+- ``static``: fixed caps for the whole run (the probes of ``sweep``); needs caps, so
+  a spec cannot name it.
+- ``search``: an offline search over static allocations, then the best one for the
+  whole run (``sweep``, 001 §III-D).
+- ``loop``: a pure function ``AllocProblem -> rates`` run by the manager loop every Δt
+  (000 Fig. 4) and enforced as caps (meters).
+
+To add a policy: write it in ``alloc/`` as a function of an
+:class:`~streamband.alloc.base.AllocProblem` and add one line to :data:`POLICIES`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from streamband.alloc.appaware import appaware
+from streamband.alloc.base import AllocProblem, Policy
+from streamband.alloc.maxmin import maxmin
+from streamband.alloc.weighted import weighted
+from streamband.errors import SpecError, nearest
+
+PolicyKind = Literal["per-step", "static", "search", "loop"]
+
+
+def uncapped(problem: AllocProblem) -> np.ndarray:
+    """No cap on any flow (``np.inf``): the loop runs, the network shares as TCP does."""
+    return np.full(problem.n_flows, np.inf)
+
+
+@dataclass(frozen=True)
+class PolicyEntry:
+    """A registered policy: its kind, its function (``loop`` and ``per-step``) and what
+    it decides (``rates`` enforced as caps; ``classes`` enforced as priorities)."""
+
+    name: str
+    kind: PolicyKind
+    fn: Policy | None
+    summary: str
+    decides: Literal["rates", "classes"] = "rates"
+
+
+POLICIES: dict[str, PolicyEntry] = {e.name: e for e in (
+    PolicyEntry("tcp", "per-step", maxmin, "TCP: max-min fair sharing among backlogged flows"),
+    PolicyEntry("static", "static", None, "fixed caps for the whole run (the sweep's probes)"),
+    PolicyEntry("sweep", "search", None, "001 §III-D: brute-force search over static caps "
+                "between the bottlenecked flows (Δb = step_frac · b)"),
+    PolicyEntry("maxmin", "loop", maxmin, "max-min fairness enforced by the manager loop"),
+    PolicyEntry("appaware", "loop", appaware, "000 Algorithm 1: problems (3) and (4), "
+                "internal-link scaling, backfill (§VI-C)"),
+    PolicyEntry("weighted", "loop", weighted, "001 §III-D: rates proportional to tuple sizes"),
+    PolicyEntry("observe", "loop", uncapped, "the manager loop observes and logs but caps "
+                "nothing (plain TCP; a control: a bench's checks must fail for it)"),
+)}
+
+
+def policy_entry(name: str) -> PolicyEntry:
+    """The registered policy ``name``.
+
+    Raises
+    ------
+    SpecError
+        If no policy has that name (naming the nearest one).
+    """
+    try:
+        return POLICIES[name]
+    except KeyError:
+        raise SpecError(f"policy: unknown policy {name!r}, expected one of "
+                        f"{', '.join(POLICIES)}{nearest(name, POLICIES)}") from None
+
+
+def get_policy(name: str) -> Policy:
+    """The allocation function of the policy ``name`` (a ``loop`` or ``per-step`` one)."""
+    entry = policy_entry(name)
+    if entry.fn is None:
+        raise SpecError(f"policy {name!r} is of kind {entry.kind!r}: it has no per-interval "
+                        f"allocation function")
+    return entry.fn

@@ -1,0 +1,111 @@
+"""The network half of every real backend (testbed, storm, cluster): link statistics
+and enforcement through the SDN controller's HTTP API (:mod:`streamband.sdn`).
+
+- :class:`ControllerLinkStats`, the link statistics collector of 000 §V-B2: each
+  link's used capacity from the switch port counters and its allocatable capacity
+  (000 §IV-A2), the capacity minus the traffic of flows the application does not own
+  (cross traffic): ``C - max(0, used - sum of the application's flows)``.
+- :class:`MeterEnforcer`, the bandwidth enforcer of 000 §V-B1: one rate per flow,
+  bound to an OpenFlow meter; every push renews the flows' lease (3 Δt), so the
+  controller falls back to plain TCP if the manager dies. :class:`CountingEnforcer`
+  keeps the flows' counting rules and caps nothing (plain TCP).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from streamband.control.api_client import ControllerClient
+
+
+@dataclass(frozen=True)
+class PortRef:
+    """Where a link is counted: a switch port and the direction (``rx``: the link
+    enters the switch there, ``tx``: it leaves)."""
+
+    dpid: int
+    port: str
+    direction: str
+
+
+class ControllerLinkStats:
+    """Allocatable capacities from the controller's 1-s port and flow counters."""
+
+    def __init__(self, client: ControllerClient, capacity_bps: np.ndarray,
+                 ports: list[PortRef], routing: sp.csr_matrix,
+                 flows: list[dict[str, Any] | None], floor_frac: float = 0.05) -> None:
+        self.client = client
+        self.capacity = np.asarray(capacity_bps, float)
+        self.refs = ports
+        self.routing = routing
+        self.keys = [None if f is None else _key(f) for f in flows]
+        self.floor_frac = floor_frac
+        self.used = np.zeros(len(self.capacity))
+        self.app = np.zeros(len(self.capacity))
+        self.flow_rates = np.zeros(len(self.keys))  # each flow's measured rate, bit/s
+
+    def used_bps(self) -> np.ndarray:
+        """Each link's rate over the last poll, bit/s (L2 bytes)."""
+        by_name = {(p["dpid"], p["name"]): p for p in self.client.ports()}
+        used = np.zeros(len(self.refs))
+        for i, ref in enumerate(self.refs):
+            p = by_name.get((ref.dpid, ref.port))
+            if p is not None:
+                used[i] = p["rx_bps"] if ref.direction == "rx" else p["tx_bps"]
+        return used
+
+    def flow_bps(self) -> np.ndarray:
+        """Each application flow's rate over the last poll (0 when not counted)."""
+        rates = {_key(m["flow"]): m["bps"] for m in self.client.flows()}
+        return np.array([rates.get(k, 0.0) if k is not None else 0.0 for k in self.keys])
+
+    def allocatable(self) -> np.ndarray:
+        self.used = self.used_bps()
+        self.flow_rates = self.flow_bps()
+        self.app = self.routing.T @ self.flow_rates
+        cross = np.maximum(self.used - self.app, 0.0)
+        return np.maximum(self.capacity - cross, self.floor_frac * self.capacity)
+
+
+def _key(f: dict[str, Any]) -> tuple[Any, ...]:
+    return (f["src_ip"], f["dst_ip"], f.get("proto", "tcp"), f.get("src_port", 0),
+            f.get("dst_port", 0))
+
+
+class MeterEnforcer:
+    """``flows[i]`` is flow i's key (``FlowKey`` fields as a dict) or None for a flow
+    the network does not carry (internal to a host); ``np.inf`` uncaps a flow but
+    keeps its counting rule, so link statistics still see it."""
+
+    def __init__(self, client: ControllerClient, flows: list[dict[str, Any] | None],
+                 dt: float, dpids: list[int | None] | None = None,
+                 min_rate_bps: float = 64e3) -> None:
+        self.client = client
+        self.flows = flows
+        self.lease_s = 3.0 * dt
+        self.dpids = dpids or [None] * len(flows)
+        self.min_rate_bps = min_rate_bps
+        self.last: dict[str, Any] = {}
+
+    def enforce(self, rates_bps: np.ndarray) -> None:
+        meters = []
+        for key, rate, dpid in zip(self.flows, rates_bps, self.dpids, strict=True):
+            if key is None:
+                continue
+            r = None if not np.isfinite(rate) else max(float(rate), self.min_rate_bps)
+            m: dict[str, Any] = {"flow": key, "rate_bps": r}
+            if dpid is not None:
+                m["dpid"] = dpid
+            meters.append(m)
+        self.last = self.client.put_meters(meters, self.lease_s, replace=True)
+
+
+class CountingEnforcer(MeterEnforcer):
+    """Plain TCP (no meters), but the flows' counting rules stay installed."""
+
+    def enforce(self, rates_bps: np.ndarray) -> None:
+        super().enforce(np.full(len(self.flows), np.inf))

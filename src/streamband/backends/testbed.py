@@ -1,0 +1,239 @@
+"""The testbed as a backend: Mininet hosts, Open vSwitch (userspace datapath,
+OpenFlow 1.3 meters), the os-ken controller and real TCP, with the traffic harness
+(:mod:`streamband.testbed.harness`) as the workload.
+
+Adapters: :class:`HarnessProfiler` (the application profiler of 000 §V-A2: the
+5-metric tuple of every flow, 000 §IV-A1, from the snapshots the harness workers write
+every half second), and the network half shared by every real backend
+(:mod:`streamband.backends.openflow`): :class:`ControllerLinkStats` and
+:class:`MeterEnforcer`. :class:`TestbedRunner` runs an experiment's cases: one testbed
+per network x bandwidth, kept up across placements and policies.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from streamband.alloc.base import FlowState
+from streamband.alloc.registry import policy_entry
+from streamband.backends.base import Case, RunRecord
+from streamband.backends.openflow import ControllerLinkStats, CountingEnforcer, MeterEnforcer
+from streamband.control.guard import HarmGuard
+from streamband.errors import PreconditionError, SpecError
+
+if TYPE_CHECKING:
+    from streamband.experiments.spec import ExperimentSpec
+    from streamband.testbed.network import Testbed
+
+
+class HarnessProfiler:
+    """Flow ``i`` is harness edge ``edge_ids[i]``; ``sent`` is cumulative in the
+    snapshots, backlogs are instantaneous (bytes)."""
+
+    def __init__(self, run_dir: Path, edge_ids: list[int]) -> None:
+        self.run_dir = Path(run_dir)
+        self.edge_ids = edge_ids
+        n = len(edge_ids)
+        self._sent = np.zeros(n)
+        self._ls = np.zeros(n)
+        self._lr = np.zeros(n)
+
+    def snapshot(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Cumulative sent bytes, sender backlog, receiver backlog of every flow."""
+        sent, ls, lr = self._sent.copy(), self._ls.copy(), self._lr.copy()
+        index = {e: i for i, e in enumerate(self.edge_ids)}
+        for f in self.run_dir.glob("stats-*.json"):
+            try:
+                snap = json.loads(f.read_text())
+            except (OSError, json.JSONDecodeError):
+                continue  # a snapshot being replaced; the next read has it
+            for eid, st in snap.get("edges", {}).items():
+                i = index.get(int(eid))
+                if i is None:
+                    continue
+                if "sent" in st:
+                    sent[i], ls[i] = st["sent"], st["ls"]
+                if "lr" in st:
+                    lr[i] = st["lr"]
+        return sent, ls, lr
+
+    def flow_state(self) -> FlowState:
+        sent, ls, lr = self.snapshot()
+        state = FlowState(ls0=self._ls, ls1=ls, lr0=self._lr, lr1=lr,
+                          sent=np.maximum(sent - self._sent, 0.0))
+        self._sent, self._ls, self._lr = sent, ls, lr
+        return state
+
+
+class TestbedRunner:
+    """Runs an experiment's cases on the testbed.
+
+    Parameters
+    ----------
+    out : Path
+        Where each run's harness files and allocation log go.
+    seconds : float
+        Length of each run, seconds (warm-up: a third of it, at most 5 s).
+    dt : float
+        Δt of the live manager loop, seconds (000 Fig. 4; the meters' lease is 3 Δt).
+    guard : bool
+        Do no harm (:class:`~streamband.control.guard.HarmGuard`): cap only when an
+        allocation moves enough bandwidth from TCP's measured split.
+    control : dict
+        Control-plane fields of the testbed spec (``api``, ``openflow``).
+    """
+
+    __test__ = False
+    name = "testbed"
+
+    def __init__(self, out: Path, seconds: float = 60.0, dt: float = 1.0, guard: bool = True,
+                 **control: Any) -> None:
+        if os.geteuid() != 0:
+            raise PreconditionError("--backend testbed: needs root (network namespaces, "
+                                    "Open vSwitch)")
+        self.out, self.seconds, self.dt, self.control = Path(out), seconds, dt, control
+        self.guard = guard
+        self.tb: Testbed | None = None
+        self.key: tuple[str, float] | None = None
+
+    def __enter__(self) -> TestbedRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop()
+
+    def _stop(self) -> None:
+        if self.tb is not None:
+            self.tb.__exit__(None, None, None)
+            self.tb, self.key = None, None
+
+    def check(self, spec: ExperimentSpec, case: Case) -> None:
+        """Preconditions: the harness runs the app, the policies run on a real network."""
+        from streamband.testbed.harness.dag import Dag
+
+        Dag.from_flowmap(case.flowmap)
+        for p in spec.policies:
+            if policy_entry(p).kind not in ("per-step", "loop"):
+                raise SpecError(f"policies: {p!r} is of kind {policy_entry(p).kind!r}; the "
+                                f"testbed runs tcp and the manager loop's policies")
+
+    def testbed(self, case: Case) -> Testbed:
+        """The testbed of ``case``'s network at its bandwidth (started if needed)."""
+        from streamband.control.api_client import ControllerClient
+        from streamband.testbed.network import Testbed
+        from streamband.testbed.spec import TestbedSpec
+
+        key = (case.network.name, case.bandwidth_mbps)
+        if self.tb is None or self.key != key:
+            self._stop()
+            net = case.network
+            swept = "link_mbps" if net.throttle == "host" else "internal_mbps"
+            fields = net.model_dump(exclude={"name", "bandwidth_mbps", "throttle"},
+                                    exclude_unset=True)
+            spec = TestbedSpec.model_validate(
+                {**fields, "topology": net.topology, swept: case.bandwidth_mbps,
+                 **self.control})
+            self.tb = Testbed(spec, log_dir=self.out).__enter__()
+            self.key = key
+            ControllerClient(spec.api).wait_ready(1)
+        return self.tb
+
+    def run(self, spec: ExperimentSpec, case: Case, policy: str,
+            progress: Callable[[float], None] | None = None,
+            reference_links: list[int] | None = None) -> RunRecord:
+        from streamband.control.api_client import ControllerClient
+        from streamband.control.live import LiveLoop
+        from streamband.control.manager import Manager
+        from streamband.testbed.harness.dag import Dag
+        from streamband.testbed.harness.run import run_dag
+
+        tb = self.testbed(case)
+        fm = case.flowmap
+        dag = Dag.from_flowmap(fm)
+        dag.seconds, dag.warmup_s = self.seconds, min(5.0, self.seconds / 3)
+        dag.ips = {h: tb.ip(h) for h in dag.hosts()}
+        ext = np.flatnonzero(fm.external)
+        flows = [dag.edges[i] for i in ext]
+        keys: list[dict[str, Any] | None] = [dag.flow_key(e) for e in flows]
+        routing = fm.routing[ext].tocsr()
+        topo = tb.topo
+        client = ControllerClient(tb.spec.api)
+        client.delete_meters()
+        tag = f"{case.network.name}-{case.bandwidth_mbps:g}-{case.placement}-{policy}"
+        run_dir = self.out / tag
+        profiler = HarnessProfiler(run_dir, [e.id for e in flows])
+        linkstats = ControllerLinkStats(client, topo.capacities, tb.link_ports(), routing, keys)
+        entry = policy_entry(policy)
+        enforcer = (CountingEnforcer(client, keys, self.dt) if entry.kind == "per-step"
+                    else MeterEnforcer(client, keys, self.dt))
+        assert entry.fn is not None
+        manager = Manager(routing=routing, link_kind=topo.kinds, policy=entry.fn,
+                          profiler=profiler, linkstats=linkstats, enforcer=enforcer, dt=self.dt,
+                          weights=np.array([float(e.tuple_bytes) for e in flows]),
+                          guard=HarmGuard() if self.guard and entry.kind == "loop" else None)
+        enforcer.enforce(np.full(len(flows), np.inf))  # counting rules before traffic
+        loop = LiveLoop(manager, log=run_dir.with_suffix(".alloc.jsonl"))
+        before = {p["name"]: p for p in client.ports(fresh=True)}
+        samples: list[tuple[float, np.ndarray]] = []
+        t0 = time.monotonic()
+
+        def on_step() -> None:
+            samples.append((time.monotonic() - t0, linkstats.flow_rates.copy()))
+            if progress:
+                progress(min(1.0, (time.monotonic() - t0) / self.seconds))
+
+        loop.on_step = on_step
+        res = run_dag(tb, dag, run_dir, on_start=loop.start)
+        span = time.monotonic() - t0
+        loop.stop()
+        after = {p["name"]: p for p in client.ports(fresh=True)}
+        client.delete_meters()
+        used = np.zeros(len(topo.links))
+        for lid, ref in enumerate(tb.link_ports()):
+            col = f"{ref.direction}_bytes"
+            used[lid] = 8.0 * (after[ref.port][col] - before[ref.port][col]) / span
+        util = used / topo.capacities
+        links = reference_links or [lid for lid in range(len(topo.links))
+                                    if routing[:, lid].nnz and util[lid] >= 0.9]
+        opt = [a.optimizer_s * 1e3 for a in manager.history]
+        measured_in = sum(e.tuple_bytes for e in fm.app.edges
+                          if e.dst in fm.app.measured())
+        times = np.array([t for t, _ in samples])
+        rates = np.zeros((len(samples), len(fm.flows)))
+        for k, (_, r) in enumerate(samples):
+            rates[k, ext] = r / 1e6
+        row = {
+            "experiment": spec.experiment, "app": spec.app.name, "placement": case.placement,
+            "network": case.network.name, "bandwidth_mbps": case.bandwidth_mbps,
+            "policy": policy, "backend": "testbed",
+            "throughput_tps": res["throughput_tps"],
+            # bytes/s the measured operators took in, as the simulator reports it
+            "goodput_mbps": res["throughput_tps"] * measured_in * 8.0 / 1e6,
+            "latency_s": res["latency_s"], "latency_p50_s": res["latency_p50_s"],
+            "latency_p99_s": res["latency_p99_s"],
+            "link_utilization": float(np.mean(util[links])) if links else None,
+            "optimizer_ms": float(np.mean(opt)) if opt and entry.kind == "loop" else None,
+            "dropped_tuples": res["dropped_tuples"],
+            "allocations": len(manager.history),
+            "seconds": self.seconds, "loop_errors": loop.errors[:3],
+            "capped_share": _capped(manager),
+        }
+        return RunRecord(row, times, [f.id for f in fm.flows], rates, fm.external,
+                         [int(lk) for lk in links])
+
+
+def _capped(manager: Any) -> float | None:
+    """The share of the run's allocations the guard let through (None: no guard)."""
+    g = manager.guard
+    return float(np.mean(g.decisions)) if g is not None and g.decisions else None
+
+
+Runner = TestbedRunner
+Profiler, LinkStats, Enforcer = HarnessProfiler, ControllerLinkStats, MeterEnforcer

@@ -1,0 +1,175 @@
+"""What every ``streamband`` command shares: the one place that turns an error the user
+caused (:class:`~streamband.errors.StreambandError`) into one line on stderr and exit
+code 2, and the checks of options and output paths made before any work starts.
+
+Every Typer app of the project is a :class:`App`; its commands are wrapped so that a
+:class:`StreambandError` from anywhere under them ends the command the same way.
+Any other exception is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import typer
+from typer.core import TyperGroup
+
+from streamband.errors import OptionError, StreambandError
+
+
+def fail(err: StreambandError | str) -> typer.Exit:
+    """Print the one line of ``err`` on stderr; the exit (code 2) to raise."""
+    typer.echo(f"error: {err}", err=True)
+    return typer.Exit(2)
+
+
+def _guarded(f: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(f)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return f(*args, **kwargs)
+        except StreambandError as err:
+            raise fail(err) from None
+
+    return run
+
+
+class OneLineGroup(TyperGroup):
+    """A command group whose usage errors (an unknown option, a value of the wrong
+    type) are one line on stderr too, with click's exit code (2)."""
+
+    def main(self, args: Any = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True,
+             **extra: Any) -> Any:
+        try:
+            rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var,
+                              standalone_mode=False, **extra)
+        except typer.Abort:
+            typer.echo("aborted", err=True)
+            if not standalone_mode:
+                raise
+            sys.exit(1)
+        except typer.TyperException as err:  # click's usage errors (vendored by Typer)
+            if type(err).__name__ == "NoArgsIsHelpError":  # the help was asked for, and shown
+                if not standalone_mode:
+                    return 0
+                sys.exit(0)
+            ctx = getattr(err, "ctx", None)
+            where = f"{ctx.command_path}: " if ctx is not None else ""
+            fmt = getattr(err, "format_message", None)
+            message = fmt() if fmt is not None else str(err)
+            typer.echo(f"error: {where}{' '.join(message.split())}", err=True)
+            if not standalone_mode:
+                raise
+            sys.exit(getattr(err, "exit_code", 2))
+        if not standalone_mode:
+            return rv
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+class App(typer.Typer):
+    """A Typer app whose commands (and callback) end with one line and exit 2 on a
+    :class:`StreambandError`, and whose usage errors are one line too."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("cls", OneLineGroup)
+        kwargs.setdefault("add_completion", False)
+        kwargs.setdefault("pretty_exceptions_show_locals", False)
+        super().__init__(**kwargs)
+
+    def command(self, *args: Any, **kwargs: Any) -> Callable[[Callable[..., Any]], Any]:
+        register = super().command(*args, **kwargs)
+        return lambda f: register(_guarded(f))
+
+    def callback(self, *args: Any, **kwargs: Any) -> Callable[[Callable[..., Any]], Any]:
+        register = super().callback(*args, **kwargs)
+        return lambda f: register(_guarded(f))
+
+
+def number(value: float, option: str, low: float | None = None, high: float | None = None,
+           low_open: bool = False, unit: str = "") -> float:
+    """``value`` if it is finite and within ``[low, high]`` (``(low, high]`` when
+    ``low_open``).
+
+    Raises
+    ------
+    OptionError
+        Naming the option, the range and the unit.
+    """
+    rng = ("(" if low_open else "[") + (f"{low:g}" if low is not None else "-inf") + ", " + (
+        f"{high:g}" if high is not None else "inf") + "]"
+    what = f"a finite number in {rng}" + (f" {unit}" if unit else "")
+    below = low is not None and (value < low or (low_open and value == low))
+    if not math.isfinite(value) or below or (high is not None and value > high):
+        raise OptionError(f"{option}: expected {what}, got {value:g}")
+    return value
+
+
+def _writable(directory: Path) -> bool:
+    """Whether a file can be created in ``directory`` (tried, then removed: root
+    passes every permission check, a read-only or virtual file system does not)."""
+    try:
+        fd, name = tempfile.mkstemp(prefix=".streamband-probe-", dir=directory)
+    except OSError:
+        return False
+    os.close(fd)
+    os.unlink(name)
+    return True
+
+
+def _writable_parent(path: Path, option: str) -> None:
+    parent = path.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise OptionError(f"{option}: {parent} is a file, expected a directory on the way to "
+                          f"{path}")
+    if not _writable(parent):
+        raise OptionError(f"{option}: {parent} is not writable, expected a place to write "
+                          f"{path}")
+
+
+def out_dir(path: Path, option: str = "--out") -> Path:
+    """``path`` if it is a directory that exists and is writable, or can be created;
+    nothing is created here.
+
+    Raises
+    ------
+    OptionError
+        If ``path`` is a file, or it or its nearest existing parent is not writable.
+    """
+    p = Path(path)
+    if p.exists():
+        if not p.is_dir():
+            raise OptionError(f"{option}: {p} is a file, expected a directory")
+        if not _writable(p):
+            raise OptionError(f"{option}: {p} is not writable, expected a writable directory")
+        return p
+    _writable_parent(p, option)
+    return p
+
+
+def out_file(path: Path, option: str) -> Path:
+    """``path`` if a file can be written there (it is not a directory, and it or its
+    nearest existing parent is writable); nothing is created here.
+
+    Raises
+    ------
+    OptionError
+    """
+    p = Path(path)
+    if p.is_dir() or str(path).endswith(os.sep):
+        raise OptionError(f"{option}: {p} is a directory, expected a file path")
+    if p.exists():
+        if not os.access(p, os.W_OK) or not _writable(p.absolute().parent):
+            raise OptionError(f"{option}: {p} is not writable, expected a writable file path")
+        return p
+    _writable_parent(p, option)
+    return p

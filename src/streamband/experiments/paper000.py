@@ -1,0 +1,203 @@
+"""Paper 000: app-aware bandwidth allocation for stream analytics (TT, TI).
+
+Trending Topics (TT) and Trucking IoT (TI) of 000 §VI on 8 workers: ``edge`` is a
+star whose host links are the bottleneck; ``multihop`` is the two-tier network of 000
+Fig. 2 with 1 Gbit/s host links and the internal links throttled. App-aware (000
+Algorithm 1) against TCP at 10/15/20 Mbit/s: throughput, latency, utilisation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+
+from streamband.backends import backend
+from streamband.experiments.base import (
+    Check,
+    Comparison,
+    Options,
+    Outcome,
+    distance,
+    publish,
+    with_options,
+)
+from streamband.experiments.runner import execute
+from streamband.experiments.spec import ExperimentSpec, load_spec
+from streamband.report.html import Report
+from streamband.report.paper import add_vs_paper
+
+NAME = "paper-000"
+TITLE = "paper 000: app-aware bandwidth allocation (TT, TI)"
+BACKENDS = ("sim", "storm")
+SPECS = {"TT": "paper-000-tt", "TI": "paper-000-ti"}
+
+#: 000 §VI-B, Fig. 8 and 9: App-aware's throughput gain over TCP (%)
+PAPER_GAIN = {
+    ("TT", "edge"): {10: 25.0, 15: 27.0, 20: 15.0},
+    ("TI", "edge"): {10: 30.93, 15: 30.27, 20: 30.80},
+    ("TT", "multihop"): {10: 19.21, 15: 19.52, 20: 15.69},
+    ("TI", "multihop"): {10: 22.09, 15: 23.09, 20: 23.98},
+}
+#: 000 §VI-B, Fig. 10 and 11: App-aware's latency change against TCP (%)
+PAPER_LATENCY = {
+    ("TT", "edge"): {10: -14.27, 15: -26.24, 20: -50.17},
+    ("TI", "edge"): {10: -5.72, 15: -10.10, 20: -17.28},
+    ("TT", "multihop"): {10: -11.20, 15: -15.90, 20: -60.89},
+}
+#: the smallest throughput gain over tcp that counts as app-aware doing its job
+MIN_GAIN_PCT = 10.0
+#: why rows can be more than 2x off the paper
+REASON = ("the fluid model has no CPU, no TCP inefficiency under meters and exact "
+          "enforcement; TT's gain is set by the Zipf skew of words over 4 WCT instances "
+          "(4 x max share = 1.41 when every flow into the aggregator is saturated), which "
+          "does not shrink with bandwidth as 000's Storm measurement does")
+LEGEND = {
+    "gain %": "throughput gain of the policy under test over tcp (same app, network, Mbit/s)",
+    "vs paper": "measured gain - 000's gain (percentage points)",
+    "2x off": "the measured gain is more than 2x (or under half) the paper's",
+    "latency change %": "mean event-time latency against tcp's",
+    "util": "utilisation of the tcp run's bottleneck links under the policy under test",
+}
+
+
+def specs(opts: Options) -> list[ExperimentSpec]:
+    """TT's and TI's specs with the bench options applied."""
+    return [with_options(load_spec(name), opts) for name in SPECS.values()]
+
+
+def _by(rows: Sequence[dict], **match: object) -> list[dict]:
+    return [r for r in rows if all(r.get(k) == v for k, v in match.items())]
+
+
+def compare(rows: Sequence[dict], short: dict[str, str], policy: str = "appaware"
+            ) -> Comparison:
+    """000 Fig. 8-12: ``policy`` (app-aware) against tcp per app, network, bandwidth."""
+    table, checks, flagged = [], [], []
+    for app in dict.fromkeys(r["app"] for r in rows):
+        tag = short.get(app, app)
+        for net in dict.fromkeys(r["network"] for r in _by(rows, app=app)):
+            for bw in sorted({r["bandwidth_mbps"] for r in _by(rows, app=app, network=net)}):
+                tcp = _by(rows, app=app, network=net, bandwidth_mbps=bw, policy="tcp")[0]
+                aa = _by(rows, app=app, network=net, bandwidth_mbps=bw, policy=policy)[0]
+                gain = 100.0 * (aa["throughput_tps"] / tcp["throughput_tps"] - 1.0)
+                lat = 100.0 * (aa["latency_s"] / tcp["latency_s"] - 1.0)
+                pg = PAPER_GAIN.get((tag, net), {}).get(int(bw), float("nan"))
+                pl = PAPER_LATENCY.get((tag, net), {}).get(int(bw), float("nan"))
+                delta, off = distance(gain, pg)
+                util = aa["link_utilization"]
+                table.append([tag, net, bw, tcp["throughput_tps"], aa["throughput_tps"], gain,
+                              pg, delta, "yes" if off else "", lat, pl,
+                              util if util is not None else float("nan")])
+                if off:
+                    flagged.append(f"{tag} {net} {bw:g}")
+                where = f"{tag} {net} {bw:g} Mbit/s"
+                checks.append(Check(f"{where}: {policy} throughput >= tcp + {MIN_GAIN_PCT:g} %",
+                                    f"{gain:+.1f} %", gain >= MIN_GAIN_PCT))
+                checks.append(Check(f"{where}: {policy} latency <= tcp", f"{lat:+.1f} %",
+                                    aa["latency_s"] <= tcp["latency_s"] * 1.005))
+                if util is not None:
+                    checks.append(Check(f"{where}: {policy} bottleneck utilisation >= 0.97",
+                                        f"{util:.3f}", util >= 0.97))
+    header = ["app", "network", "Mbit/s", "tcp tuples/s", f"{policy} tuples/s", "gain %",
+              "paper gain %", "vs paper", "2x off", "latency change %",
+              "paper latency change %", "util"]
+    notes = ([f"More than 2x off the paper: {', '.join(flagged)}. Why: {REASON}."]
+             if flagged else [])
+    return Comparison(header, table, checks, legend=LEGEND, notes=notes)
+
+
+def compare_backends(real: Sequence[dict], sim: Sequence[dict], short: dict[str, str],
+                     policy: str = "appaware", backend: str = "storm") -> Comparison:
+    """Per app, network and bandwidth: ``policy``'s gain and latency change against tcp
+    on a real backend (medians over repetitions), beside the simulator's and 000's."""
+    from statistics import median
+
+    def med(rows: Sequence[dict], key: str, **m: object) -> float:
+        vals = [r[key] for r in _by(rows, **m) if r.get(key) is not None]
+        return median(vals) if vals else float("nan")
+
+    table, checks = [], []
+    for app in dict.fromkeys(r["app"] for r in real):
+        tag = short.get(app, app)
+        for net in dict.fromkeys(r["network"] for r in _by(real, app=app)):
+            for bw in sorted({r["bandwidth_mbps"] for r in _by(real, app=app, network=net)}):
+                at = {"app": app, "network": net, "bandwidth_mbps": bw}
+                t_tcp, t_aa = (med(real, "throughput_tps", policy=p, **at)
+                               for p in ("tcp", policy))
+                l_tcp, l_aa = (med(real, "latency_s", policy=p, **at) for p in ("tcp", policy))
+                s_tcp, s_aa = (med(sim, "throughput_tps", policy=p, **at)
+                               for p in ("tcp", policy))
+                sl_tcp, sl_aa = (med(sim, "latency_s", policy=p, **at) for p in ("tcp", policy))
+                gain, lat = 100 * (t_aa / t_tcp - 1), 100 * (l_aa / l_tcp - 1)
+                pg = PAPER_GAIN.get((tag, net), {}).get(int(bw), float("nan"))
+                pl = PAPER_LATENCY.get((tag, net), {}).get(int(bw), float("nan"))
+                table.append([tag, net, bw, t_tcp, t_aa, gain, 100 * (s_aa / s_tcp - 1), pg,
+                              lat, 100 * (sl_aa / sl_tcp - 1), pl,
+                              med(real, "link_utilization", policy=policy, **at)])
+                where = f"{tag} {net} {bw:g} Mbit/s"
+                checks.append(Check(f"{where}: {policy} throughput >= tcp on {backend}",
+                                    f"{gain:+.1f} %", gain >= 0.0))
+                checks.append(Check(f"{where}: {policy} latency not above tcp's on {backend}",
+                                    f"{lat:+.1f} %", not lat > 0.0))
+    header = ["app", "network", "Mbit/s", f"{backend} tcp tuples/s",
+              f"{backend} {policy} tuples/s", f"{backend} gain %", "sim gain %", "paper gain %",
+              f"{backend} latency change %", "sim latency change %", "paper latency change %",
+              f"{backend} util"]
+    legend = {f"{backend} gain %": "median throughput over the repetitions against tcp's",
+              f"{backend} latency change %": "median mean event-time latency against tcp's",
+              f"{backend} util": f"utilisation of the bottleneck links under {policy}"}
+    return Comparison(header, table, checks, title=f"{backend} against simulator and paper",
+                      legend=legend)
+
+
+def run(out: Path, opts: Options, console: Console) -> Outcome:
+    """Run TT and TI on ``opts.backend``; print and write the comparison with 000."""
+    policy = opts.policy or "appaware"
+    intro = [__doc__.split("\n\n", 1)[1].replace("\n", " ").strip()]
+    if opts.backend == "sim":
+        done = execute(specs(opts), backend("sim").Runner(), console)
+        rows = [r for d in done for r in d.rows]
+        short = {d.spec.app.name: tag for d, tag in zip(done, SPECS, strict=True)}
+        cmp = compare(rows, short, policy)
+        return publish(out, f"{TITLE}, simulator", done, cmp, console, intro,
+                       figures=lambda r: _figure(r, cmp))
+    seconds = opts.seconds or 60.0
+    sim = execute(specs(Options(policy=opts.policy)), backend("sim").Runner(), console)
+    real_specs = [s.model_copy(update={"policies": ["tcp", policy]})
+                  for s in specs(Options(policy=opts.policy))]
+    runner = backend(opts.backend).Runner(out, seconds=seconds, guard=opts.guard)
+    done = execute(real_specs, runner, console, repeat=opts.repeat)
+    short = {d.spec.app.name: tag for d, tag in zip(done, SPECS, strict=True)}
+    cmp = compare_backends([r for d in done for r in d.rows],
+                           [r for d in sim for r in d.rows], short, policy, opts.backend)
+    intro.append(f"Each {opts.backend} run lasts {seconds:g} s ({opts.repeat} repetition(s), "
+                 "medians; the policies' order alternates across repetitions), on the "
+                 "topologies of storm/ pinned to the testbed's hosts as placed by the spec.")
+    return publish(out, f"{TITLE}, {opts.backend}", done, cmp, console, intro,
+                   extra={"sim_runs": [r for d in sim for r in d.rows]},
+                   figures=lambda r: _figure_real(r, cmp, opts.backend))
+
+
+def _figure_real(report: Report, cmp: Comparison, backend: str) -> None:
+    h = cmp.header.index
+    labels = [f"{r[0]} {r[1]} {r[2]:g}" for r in cmp.rows]
+    add_vs_paper(report, "paper-000-gain-vs-paper", labels,
+                 [r[h(f"{backend} gain %")] for r in cmp.rows],
+                 [r[h("paper gain %")] for r in cmp.rows], "throughput gain over tcp (%)",
+                 extra={"simulator": [r[h("sim gain %")] for r in cmp.rows]})
+
+
+def _figure(report: Report, cmp: Comparison) -> None:
+    h = cmp.header.index
+    labels = [f"{r[0]} {r[1]} {r[2]:g}" for r in cmp.rows]
+    add_vs_paper(report, "paper-000-gain-vs-paper", labels, [r[h("gain %")] for r in cmp.rows],
+                 [r[h("paper gain %")] for r in cmp.rows], "throughput gain over tcp (%)",
+                 [r[h("2x off")] == "yes" for r in cmp.rows])
+    add_vs_paper(report, "paper-000-latency-vs-paper", labels,
+                 [r[h("latency change %")] for r in cmp.rows],
+                 [r[h("paper latency change %")] for r in cmp.rows],
+                 "latency change against tcp (%)",
+                 caption="measured vs paper: latency change against tcp (%); 000 gives no "
+                 "TI multi-hop latency (the bar is missing)")

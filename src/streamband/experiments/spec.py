@@ -1,0 +1,258 @@
+"""Experiment specs: YAML validated on load (pydantic), before anything starts.
+
+A spec names an application DAG (:class:`streamband.model.app.App`), the networks
+and bandwidths to sweep (:class:`NetworkSweep`, a :class:`~streamband.model.network.NetworkSpec`
+plus the sweep), the placements and the policies. A bad spec stops with one line
+naming the file, the field and what was expected (:class:`streamband.errors.SpecError`).
+``docs/spec.md`` lists every field with its unit and default (generated from these
+models by ``python -m streamband.experiments.schema``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from streamband.errors import SpecError, nearest, one_line
+from streamband.model.app import App
+from streamband.model.network import NetworkSpec
+from streamband.model.topology import Topology
+
+#: spec files larger than this are refused (a spec is a page of YAML)
+MAX_SPEC_BYTES = 1 << 20
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class NetworkSweep(NetworkSpec):
+    """A network and the bandwidths swept on it.
+
+    ``throttle: host``: the host links get each swept bandwidth (000 §VI-A1, edge
+    bottleneck) and the internal links ``internal_mbps`` (default: the same);
+    ``throttle: internal``: the internal links get the swept bandwidth and the host
+    links ``link_mbps`` (default 1000, 000's multi-hop setting).
+    """
+
+    name: str = Field(min_length=1, description="the network's name in tables and plots")
+    bandwidth_mbps: list[float] = Field(
+        min_length=1, description="the bandwidths swept, Mbit/s (10^6 bit/s)")
+    throttle: Literal["host", "internal"] = Field(
+        "host", description="which links get the swept bandwidth")
+
+    @model_validator(mode="after")
+    def _sweep(self) -> NetworkSweep:
+        for i, bw in enumerate(self.bandwidth_mbps):
+            if not 0 < bw < float("inf"):
+                raise ValueError(f"bandwidth_mbps[{i}]: expected a positive, finite capacity "
+                                 f"in Mbit/s, got {bw}")
+        swept = "link_mbps" if self.throttle == "host" else "internal_mbps"
+        if swept in self.model_fields_set:
+            raise ValueError(f"{swept}: set by bandwidth_mbps when throttle is "
+                             f"{self.throttle!r}; expected it left out")
+        return self
+
+    def at(self, bandwidth_mbps: float) -> Topology:
+        """The topology with the swept links at ``bandwidth_mbps``."""
+        key = "link_mbps" if self.throttle == "host" else "internal_mbps"
+        net = NetworkSpec.model_validate(
+            {**self.model_dump(exclude={"name", "bandwidth_mbps", "throttle"}),
+             key: bandwidth_mbps})
+        return net.build(self.name)
+
+
+class PlacementSpec(_Strict):
+    """Where the instances run: ``round_robin`` (000 §II-A4), ``random`` (``seed``),
+    ``explicit`` (``map`` of instance ``op[i]`` or operator name to host),
+    ``tuple_size_rule`` (001 §III-C) or ``joint`` (placement chosen with the allocation)."""
+
+    strategy: Literal["round_robin", "random", "explicit", "tuple_size_rule", "joint"]
+    map: dict[str, str] | None = Field(None, description="explicit: instance or operator -> host")
+    seed: int = Field(0, description="random: the seed")
+
+    @model_validator(mode="after")
+    def _map(self) -> PlacementSpec:
+        if self.strategy == "explicit" and not self.map:
+            raise ValueError("an explicit placement needs map: {instance or operator: host}")
+        if self.strategy != "explicit" and self.map:
+            raise ValueError(f"map: only an explicit placement has a map, got strategy "
+                             f"{self.strategy!r}")
+        return self
+
+
+class SimSpec(_Strict):
+    """The simulated run and the manager loop's periods, seconds."""
+
+    duration_s: float = Field(300.0, gt=0, le=86_400, allow_inf_nan=False,
+                              description="length of each run, s")
+    step_s: float = Field(0.1, gt=0, allow_inf_nan=False, description="simulation step, s")
+    interval_s: float = Field(5.0, gt=0, allow_inf_nan=False,
+                              description="Δt between allocations (000 Alg. 1), s")
+    sample_s: float = Field(1.0, gt=0, allow_inf_nan=False,
+                            description="5-metric tuple sampling period, s")
+    warmup_s: float = Field(10.0, ge=0, allow_inf_nan=False,
+                            description="excluded from throughput and latency, s")
+    buffer_tuples: float | None = Field(None, gt=0, allow_inf_nan=False,
+                                        description="bound of every queue, tuples; none: unbounded")
+    backpressure: tuple[float, float] | None = Field(
+        None, description="(high, low) watermarks in tuples: Storm 1.x topology-wide "
+        "backpressure; none: off")
+
+    @model_validator(mode="after")
+    def _periods(self) -> SimSpec:
+        if self.warmup_s >= self.duration_s:
+            raise ValueError(f"warmup_s: expected less than duration_s ({self.duration_s:g} s), "
+                             f"got {self.warmup_s:g}")
+        if self.step_s > self.sample_s:
+            raise ValueError(f"step_s: expected at most sample_s ({self.sample_s:g} s), "
+                             f"got {self.step_s:g}")
+        if self.sample_s > self.interval_s:
+            raise ValueError(f"sample_s: expected at most interval_s ({self.interval_s:g} s), "
+                             f"got {self.sample_s:g}")
+        if self.interval_s >= self.duration_s - self.warmup_s:
+            raise ValueError(f"interval_s: expected less than the measured span "
+                             f"(duration_s - warmup_s = {self.duration_s - self.warmup_s:g} s), "
+                             f"got {self.interval_s:g}")
+        if self.duration_s / self.step_s > 10_000_000:
+            raise ValueError(f"step_s: {self.duration_s / self.step_s:.3g} steps; expected at "
+                             f"most 10^7 (duration_s / step_s)")
+        if self.backpressure is not None:
+            high, low = self.backpressure
+            if not 0 <= low < high:
+                raise ValueError(f"backpressure: expected (high, low) with 0 <= low < high, "
+                                 f"got ({high:g}, {low:g})")
+        return self
+
+
+class SweepSpec(_Strict):
+    """001 §III-D's brute-force search: Δb = step_frac · b between bottlenecked flows."""
+
+    step_frac: float = Field(0.025, gt=0, lt=0.5, description="Δb as a share of b")
+    duration_s: float = Field(60.0, gt=0, le=86_400, allow_inf_nan=False,
+                              description="length of each probe run, s")
+
+
+class ExperimentSpec(_Strict):
+    """One experiment: an application, networks x bandwidths x placements x policies."""
+
+    experiment: str = Field(min_length=1, description="the experiment's name")
+    app: App
+    networks: list[NetworkSweep] = Field(min_length=1)
+    placements: dict[str, PlacementSpec] = Field(min_length=1)
+    policies: list[str] = Field(min_length=1, description="policy names of the registry "
+                                "(streamband.alloc.registry)")
+    sim: SimSpec = SimSpec()
+    sweep: SweepSpec = SweepSpec()
+
+    @model_validator(mode="after")
+    def _policies(self) -> ExperimentSpec:
+        from streamband.alloc.registry import POLICIES
+
+        for i, p in enumerate(self.policies):
+            if p not in POLICIES:
+                raise ValueError(f"policies[{i}]: unknown policy {p!r}, expected one of "
+                                 f"{', '.join(POLICIES)}{nearest(p, POLICIES)}")
+            if POLICIES[p].kind == "static":
+                raise ValueError(f"policies[{i}]: {p!r} needs fixed caps (the sweep's probes "
+                                 f"use it); expected tcp, sweep or a manager-loop policy")
+        if len(set(self.policies)) != len(self.policies):
+            raise ValueError("policies: each policy at most once")
+        names = [n.name for n in self.networks]
+        if len(set(names)) != len(names):
+            raise ValueError(f"networks: names must be distinct, got {names}")
+        return self
+
+
+def parse_spec(data: object, source: str = "") -> ExperimentSpec:
+    """Validate a spec dict.
+
+    Raises
+    ------
+    SpecError
+        One line: ``source: field: what was expected (got ...)``.
+    """
+    if not isinstance(data, dict):
+        raise SpecError(f"{source or 'spec'}: expected a YAML mapping at the top level, "
+                        f"got {type(data).__name__}")
+    try:
+        return ExperimentSpec.model_validate(data)
+    except ValidationError as err:
+        raise SpecError(one_line(err, source, ExperimentSpec)) from None
+
+
+def read_text(path: Path, what: str = "spec", limit: int = MAX_SPEC_BYTES) -> str:
+    """A text input file's contents, refused with one line when it is missing, a
+    directory, empty, binary, not UTF-8 or larger than ``limit`` bytes.
+
+    Raises
+    ------
+    SpecError
+    """
+    p = Path(path)
+    try:
+        if p.is_dir():
+            raise SpecError(f"{p}: is a directory, expected a {what} file")
+        size = p.stat().st_size
+        if size > limit:
+            raise SpecError(f"{p}: {size} bytes, expected a {what} of at most {limit} bytes")
+        raw = p.read_bytes()
+    except OSError as err:
+        raise SpecError(f"{p}: cannot read the {what} ({err.strerror or err})") from None
+    if not raw.strip():
+        raise SpecError(f"{p}: empty, expected a {what}")
+    nul = raw.find(b"\0")
+    if nul >= 0:
+        raise SpecError(f"{p}: binary data (a NUL byte at offset {nul}), "
+                        f"expected a {what} in UTF-8 text")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        raise SpecError(f"{p}: line {line}: not UTF-8 (byte 0x{raw[err.start]:02x}), "
+                        f"expected a {what} in UTF-8 text") from None
+
+
+def load_yaml(path: Path, what: str = "spec") -> dict:
+    """A YAML mapping from ``path`` (one line naming file and line on error)."""
+    text = read_text(path, what)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        line = f" line {mark.line + 1}:" if mark else ""
+        problem = getattr(err, "problem", None) or "not valid YAML"
+        raise SpecError(f"{path}:{line} {problem}, expected a YAML mapping") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: expected a YAML mapping at the top level, got "
+                        f"{type(data).__name__}")
+    return data
+
+
+def builtin_spec(name: str) -> Path:
+    """Path of a spec shipped with the package (``paper-001``, ``paper-000-tt``, ...)."""
+    return Path(__file__).parent / "specs" / f"{name}.yaml"
+
+
+def builtin_names() -> list[str]:
+    """The names of the shipped specs."""
+    return sorted(p.stem for p in (Path(__file__).parent / "specs").glob("*.yaml"))
+
+
+def load_spec(path: Path | str) -> ExperimentSpec:
+    """Load and validate a spec: a YAML file, or the name of a shipped spec.
+
+    Raises
+    ------
+    SpecError
+    """
+    p, shipped = Path(path), builtin_names()
+    if not p.exists() and str(path) in shipped:
+        p = builtin_spec(str(path))
+    elif not p.exists():
+        raise SpecError(f"{path}: no such file, expected a spec file or one of the shipped "
+                        f"specs ({', '.join(shipped)}){nearest(str(path), shipped)}")
+    return parse_spec(load_yaml(p), str(path))
