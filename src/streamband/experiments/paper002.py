@@ -11,8 +11,6 @@ default), each followed by a tail without clients until every lost replica is ba
 
 from __future__ import annotations
 
-import base64
-import io
 import math
 import statistics
 import time
@@ -20,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from streamband.errors import OptionError, nearest
-from streamband.experiments.base import Check, Comparison, Options, Outcome
+from streamband.experiments.base import Check, Comparison, Options, Outcome, show
 
 NAME = "paper-002"
 TITLE = "paper 002: BwMan on OpenStack Swift (testbed)"
@@ -134,7 +132,7 @@ def run(out: Path, opts: Options, console: Any, spec: Any = None) -> Outcome:
     comparison = compare(rows, models, managed)
     results = _write_results(out, parsed, rows, runs, models, up, rp, comparison, timings)
     report = _write_report(out, parsed, rows, runs, models, up, rp, comparison, timings)
-    _print(console, comparison)
+    show(comparison, console)
     console.print(f"results: {results}\nreport:  {report}")
     return Outcome(rows, comparison, results, report)
 
@@ -269,21 +267,6 @@ def _write_results(out: Path, spec: Any, rows: list[dict[str, Any]],
     })
 
 
-def _embed(report: Any, fig: Any, caption: str) -> None:
-    """A figure as a PNG inside the HTML (a data: URI), so the report is one file."""
-    import html
-
-    import matplotlib.pyplot as plt
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
-    plt.close(fig)
-    data = base64.b64encode(buf.getvalue()).decode()
-    report.parts.append(f'<figure><img src="data:image/png;base64,{data}" '
-                        f'alt="{html.escape(caption)}"><figcaption>{html.escape(caption)}'
-                        "</figcaption></figure>")
-
-
 def _model_figure(fit_: Any, pts: Any, runs: list[Any], kind: str, ylabel: str) -> Any:
     import matplotlib.pyplot as plt
     import numpy as np
@@ -411,15 +394,16 @@ def _write_report(out: Path, spec: Any, rows: list[dict[str, Any]],
     r.para("bw in Mbit/s per storage node here; 002 gives neither the unit of its "
            "bandwidth axis nor its data, so only the forms compare.")
     mruns = runs.get(managed, [])
-    _embed(r, _model_figure(models.user, up, mruns, "user", "throughput (op/s)"),
-           "Fig. 1: throughput against the user bandwidth of every storage node")
-    _embed(r, _model_figure(models.recovery, rp, mruns, "recovery", "recovery speed (MB/s)"),
-           "Fig. 2: recovery speed against the recovery bandwidth of every storage node")
+    r.figure(_model_figure(models.user, up, mruns, "user", "throughput (op/s)"), "fig1-user",
+             "Fig. 1: throughput against the user bandwidth of every storage node")
+    r.figure(_model_figure(models.recovery, rp, mruns, "recovery", "recovery speed (MB/s)"),
+             "fig2-recovery",
+             "Fig. 2: recovery speed against the recovery bandwidth of every storage node")
     if runs.get(BASELINE) and mruns:
-        _embed(r, _throughput_figure(spec, runs, managed),
-               "Fig. 7-8: throughput against the SLO, without and with management")
-        _embed(r, _integrity_figure(runs, managed),
-               "Fig. 6: sampled data integrity (share of objects with all replicas)")
+        r.figure(_throughput_figure(spec, runs, managed), "fig7-8-throughput",
+                 "Fig. 7-8: throughput against the SLO, without and with management")
+        r.figure(_integrity_figure(runs, managed), "fig6-integrity",
+                 "Fig. 6: sampled data integrity (share of objects with all replicas)")
     refits = [x for res in mruns for x in res.refits]
     if refits:
         r.heading("Online refits")
@@ -428,20 +412,3 @@ def _write_report(out: Path, spec: Any, rows: list[dict[str, Any]],
     r.heading("Timings")
     r.table(["what", "s"], [[k, v] for k, v in timings.items()])
     return r.write()
-
-
-def _print(console: Any, comparison: Comparison) -> None:
-    from rich.table import Table
-
-    t = Table(title=comparison.title)
-    for h in comparison.header:
-        t.add_column(h, justify="right")
-    for row in comparison.rows:
-        t.add_row(*(f"{v:.2f}" if isinstance(v, float) else str(v) for v in row))
-    console.print(t)
-    c = Table(title="checks")
-    for col in ("check", "measured", "ok"):
-        c.add_column(col)
-    for ch in comparison.checks:
-        c.add_row(ch.what, ch.measured, "yes" if ch.ok else "NO")
-    console.print(c)
