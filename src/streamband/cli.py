@@ -30,11 +30,13 @@ def _mount() -> None:
     from streamband.sdn.cli import controller
     from streamband.sim.coflow.cli import app as coflow_app
     from streamband.storm.cli import app as storm_app
+    from streamband.swift.cli import app as swift_app
     from streamband.testbed.cli import app as testbed_app
 
     app.add_typer(coflow_app, name="coflow")
     app.add_typer(locality_app, name="locality")
     app.add_typer(storm_app, name="storm")
+    app.add_typer(swift_app, name="swift")
     app.add_typer(testbed_app, name="testbed")
     app.command("controller")(controller)
 
@@ -112,14 +114,16 @@ def _options(backend: str, seconds: float | None, repeat: int, **more: object): 
 @app.command()
 def bench(
     name: str = typer.Argument(..., help="which paper's evaluation to reproduce: paper-000, "
-                               "paper-001, paper-003, paper-004, joint, appfair"),
+                               "paper-001, paper-002, paper-003, paper-004, joint, appfair"),
     out: Path = typer.Option(None, help="output directory (default out/NAME[-BACKEND])"),
-    backend: str = typer.Option("sim", help=BACKEND_HELP),
+    backend: str = typer.Option(None, help=BACKEND_HELP + " (default: the bench's first; "
+                                "sim, paper-002: testbed)"),
     seconds: float = typer.Option(None, help="length of each run, s (default: the bench's)"),
     repeat: int = typer.Option(1, help="runs per configuration on a noisy backend"),
     full_trace: bool = typer.Option(False, help="paper-004: the whole trace everywhere"),
     policy: str = typer.Option(None, help="the managed policy under test in place of "
-                               "appaware (a policy that does nothing must fail the checks)"),
+                               "appaware (paper-002: of bwman) (a policy that does nothing "
+                               "must fail the checks)"),
     guard: bool = typer.Option(True, help=GUARD_HELP),
 ) -> None:
     """Reproduce a paper's evaluation: tables, checks, results.json and report.html.
@@ -128,11 +132,14 @@ def bench(
     from streamband.experiments import experiment
 
     mod = experiment(name)
+    backend = backend or mod.BACKENDS[0]
     if backend not in mod.BACKENDS:
         raise OptionError(f"--backend: {name} runs on {', '.join(mod.BACKENDS)}, got {backend!r}")
     if full_trace and name != "paper-004":
         raise OptionError(f"--full-trace: applies to paper-004 only, got {name}")
-    if policy is not None and policy_entry(policy).kind != "loop":
+    if policy is not None and hasattr(mod, "check_policy"):
+        mod.check_policy(policy)  # a reproduction with policies of its own kind
+    elif policy is not None and policy_entry(policy).kind != "loop":
         raise OptionError(f"--policy: expected a manager-loop policy, got {policy!r} "
                           f"(kind {policy_entry(policy).kind})")
     opts = _options(backend, seconds, repeat, full_trace=full_trace, policy=policy,

@@ -21,6 +21,7 @@ from streamband.errors import OptionError, nearest
 EXPERIMENTS: dict[str, str] = {
     "paper-000": "streamband.experiments.paper000",
     "paper-001": "streamband.experiments.paper001",
+    "paper-002": "streamband.experiments.paper002",
     "paper-003": "streamband.experiments.paper003",
     "paper-004": "streamband.experiments.paper004",
     "joint": "streamband.experiments.joint",

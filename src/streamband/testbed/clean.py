@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
 from pathlib import Path
 
 from streamband.testbed import ovs
-from streamband.testbed.registry import MARK, STATE
+from streamband.testbed.registry import MARK, RUN_DIR, STATE
 
 IFACE = re.compile(r"^(sb[hs]\d+-eth\d+)(@\S+)?$")
+STORE = RUN_DIR / "swift"  # the Swift store's files (configs, devices, its state)
 
 
 def _ancestors() -> set[int]:
@@ -68,6 +70,8 @@ def leftovers() -> list[str]:
     left += [f"netns {n.split()[0]}" for n in netns.splitlines() if n.startswith("sb")]
     if STATE.exists():
         left.append(f"state {STATE}")
+    if STORE.exists():
+        left.append(f"swift store {STORE}")
     return left
 
 
@@ -97,6 +101,9 @@ def clean(stop_ovs: bool = True) -> list[str]:
     if STATE.exists():
         STATE.unlink(missing_ok=True)
         removed.append(f"state {STATE}")
+    if STORE.exists():
+        shutil.rmtree(STORE, ignore_errors=True)
+        removed.append(f"swift store {STORE}")
     if stop_ovs and ovs.stop_if_ours():
         removed.append("openvswitch daemons")
     return removed
