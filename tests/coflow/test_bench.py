@@ -20,10 +20,10 @@ def test_bench_factors_are_ratios_of_the_runs(trace_path, tmp_path):
     rows = [f for sect in ("single_wave", "multi_wave", "bursty", "many_to_many")
             for f in res[sect].values()]
     assert len(rows) == 6 + 3 + 2 + 2
-    full = res["single_wave"]["full trace fattree:8 1G"]["runs"]
+    full = res["single_wave"]["full trace fat_tree:k=8 1G"]["runs"]
     assert all(r["coflows"] == 16 for r in full.values())
     assert all(r["coflows"] == 12
-               for r in res["single_wave"]["12 coflows bigswitch 1G"]["runs"].values())
+               for r in res["single_wave"]["12 coflows big_switch 1G"]["runs"].values())
     for f in rows:
         s = f["runs"]["stream"]["avg_cct_s"]
         assert set(f["runs"]) == set(SCHEMES)

@@ -104,23 +104,23 @@ def bench(out: Path, trace: Path, n_coflows: int = N_COFLOWS,
     console = Console()
     n, nf = n_coflows, n_fat
     scen: dict[str, tuple] = {  # name -> (kind, n, arg, topology, gbps)
-        "single_wave/full trace bigswitch 1G": ("trace", None, 1, "bigswitch", 1.0),
-        f"single_wave/{n} coflows bigswitch 1G": ("trace", n, 1, "bigswitch", 1.0),
-        f"single_wave/{nf} coflows fattree:8 1G": ("trace", nf, 1, "fattree:8", 1.0),
-        f"single_wave/{nf} coflows fattree:8 10G": ("trace", nf, 1, "fattree:8", 10.0),
-        f"single_wave/{nf} coflows fattree:16 1G": ("trace", nf, 1, "fattree:16", 1.0),
-        **{f"multi_wave/{w} waves": ("waves", nf, w, "fattree:8", 1.0) for w in (2, 3, 4)},
-        **{f"bursty/{g:g}G": ("bursty", nf, 1, "fattree:8", g) for g in (1.0, 10.0)},
-        **{f"many_to_many/{d} 1G": ("dag", n_dags, d, "fattree:8", 1.0)
+        "single_wave/full trace big_switch 1G": ("trace", None, 1, "big_switch", 1.0),
+        f"single_wave/{n} coflows big_switch 1G": ("trace", n, 1, "big_switch", 1.0),
+        f"single_wave/{nf} coflows fat_tree:k=8 1G": ("trace", nf, 1, "fat_tree:k=8", 1.0),
+        f"single_wave/{nf} coflows fat_tree:k=8 10G": ("trace", nf, 1, "fat_tree:k=8", 10.0),
+        f"single_wave/{nf} coflows fat_tree:k=16 1G": ("trace", nf, 1, "fat_tree:k=16", 1.0),
+        **{f"multi_wave/{w} waves": ("waves", nf, w, "fat_tree:k=8", 1.0) for w in (2, 3, 4)},
+        **{f"bursty/{g:g}G": ("bursty", nf, 1, "fat_tree:k=8", g) for g in (1.0, 10.0)},
+        **{f"many_to_many/{d} 1G": ("dag", n_dags, d, "fat_tree:k=8", 1.0)
            for d in ("tpcds", "tao")},
     }
     if full_fattree:
-        scen["single_wave/full trace fattree:8 1G"] = ("trace", None, 1, "fattree:8", 1.0)
+        scen["single_wave/full trace fat_tree:k=8 1G"] = ("trace", None, 1, "fat_tree:k=8", 1.0)
     if not full:
         scen = {k: v for k, v in scen.items() if v[1] is not None}
     tasks = [(str(trace), k, m, a, p, topo, g, 4)
              for (k, m, a, topo, g) in scen.values() for p in SCHEMES]
-    tasks += [(str(trace), "trace", nf, 1, "stream", "fattree:8", 1.0, q) for q in range(2, 8)
+    tasks += [(str(trace), "trace", nf, 1, "stream", "fat_tree:k=8", 1.0, q) for q in range(2, 8)
               if q != 4]
     # longest first (the full trace), so the two workers finish together
     tasks.sort(key=lambda t: (t[2] is not None, t[4] != "stream"))
@@ -144,9 +144,9 @@ def bench(out: Path, trace: Path, n_coflows: int = N_COFLOWS,
         sect, key = name.split("/", 1)
         runs = {p: done[(str(trace), k, m, a, p, topo, g, 4)] for p in SCHEMES}
         res.setdefault(sect, {})[key] = _factors(runs)
-    base = f"{nf} coflows fattree:8 1G"
+    base = f"{nf} coflows fat_tree:k=8 1G"
     fs = res["single_wave"][base]["runs"]["fs"]["avg_cct_s"]
-    res["queues"] = {q: fs / (done[(str(trace), "trace", nf, 1, "stream", "fattree:8", 1.0, q)]
+    res["queues"] = {q: fs / (done[(str(trace), "trace", nf, 1, "stream", "fat_tree:k=8", 1.0, q)]
                               ["avg_cct_s"] if q != 4 else
                               res["single_wave"][base]["runs"]["stream"]["avg_cct_s"])
                      for q in range(2, 8)}
@@ -173,7 +173,7 @@ def _report(out: Path, res: dict, console: Console) -> None:
     for r in rows:
         tab.add_row(*[f"{v:.2f}" if isinstance(v, float) else str(v) for v in r])
     console.print(tab)
-    key = f"{res['spec']['n_fat']} coflows fattree:8 1G"
+    key = f"{res['spec']['n_fat']} coflows fat_tree:k=8 1G"
     cat = res["single_wave"][key]
     rep.heading(f"Per category (Table 3A), {key} (Fig. 7)")
     rep.table(["scheme", *CATEGORIES], [[p, *[cat[f"cat_{p}"][c] or "-" for c in CATEGORIES]]

@@ -12,7 +12,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from streamband.sim.coflow.run import parse_topology, simulate
-from streamband.sim.coflow.schedulers.registry import POLICIES
+from streamband.sim.coflow.schedulers.registry import NAMES as POLICIES
 from streamband.sim.coflow.trace import TraceError, read_trace
 from streamband.sim.coflow.workloads import from_trace
 
@@ -34,7 +34,7 @@ def _main() -> None:
 def sim(
     trace: Path = typer.Option(..., help="coflow-benchmark trace file"),
     policy: str = typer.Option(..., help="|".join(POLICIES)),
-    topology: str = typer.Option("bigswitch", help="bigswitch | fattree:K"),
+    topology: str = typer.Option("big_switch", help="big_switch | fat_tree:k=K"),
     link_gbps: float = typer.Option(1.0, help="link rate, Gbit/s (1 Gbit = 2^30 bit)"),
     queues: int = typer.Option(4, help="priority queues (stream, aalo), 2..8"),
     waves: int = typer.Option(1, help="multi-wave coflows, 1..4 (004 Table 2)"),
@@ -48,7 +48,7 @@ def sim(
     try:
         parse_topology(topology)
     except ValueError as e:
-        _fail(f"--{e}")
+        _fail(str(e))
     if not 2 <= queues <= 8:
         _fail(f"--queues: expected 2..8, got {queues}")
     if not 1 <= waves <= 4:

@@ -1,0 +1,450 @@
+//! Bandwidth sharing at an event: strict priority between levels, max-min fair
+//! inside a level (004 §III-B), Aalo's weighted sharing between queues, and the
+//! per-end static share of `fs-static`.
+//!
+//! A level's fill is a function of its groups (in order) and of the capacity the
+//! levels above left on its links; it is skipped when neither changed (SimGrid's
+//! selective update, at the granularity of a priority level).
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use crate::engine::Sim;
+use crate::model::*;
+
+impl Sim {
+    /// New rates for every group at `t`; groups whose rate changed are re-timed.
+    pub fn fill(&mut self, t: f64) {
+        if self.lorder_dirty {
+            let lv = &self.lv;
+            self.lorder.sort_unstable_by_key(|&l| lv[l as usize].key);
+            self.lorder_dirty = false;
+        }
+        match self.pol {
+            Policy::Aalo => self.fill_aalo(t),
+            Policy::FsStatic => self.fill_static(t),
+            _ => self.fill_strict(t),
+        }
+        for &l in &self.lchg_list {
+            self.lchg[l as usize] = false;
+        }
+        self.lchg_list.clear();
+    }
+
+    fn mark_link(&mut self, l: u32) {
+        if !self.lchg[l as usize] {
+            self.lchg[l as usize] = true;
+            self.lchg_list.push(l);
+        }
+    }
+
+    /// The links level `l`'s groups cross, in first-seen order; `wsum` is left at 0.
+    fn rebuild_links(&mut self, l: usize) {
+        let w = self.inp.width;
+        // remember the old use per link, to tell the levels below what changed
+        let old_links = std::mem::take(&mut self.lv[l].links);
+        let old_usage = std::mem::take(&mut self.lv[l].usage);
+        for (j, &lk) in old_links.iter().enumerate() {
+            self.wsum[lk as usize] = old_usage[j];
+            self.lmark[lk as usize] = 1;
+        }
+        let mut links = Vec::with_capacity(old_links.len());
+        for &g in &self.lv[l].groups {
+            let p = self.g_path[g as usize] as usize;
+            for &lk in &self.inp.plinks[p * w..p * w + w] {
+                if lk != NONE && self.lmark[lk as usize] != 2 {
+                    if self.lmark[lk as usize] == 0 {
+                        self.wsum[lk as usize] = f64::NAN; // new link: changed
+                    }
+                    self.lmark[lk as usize] = 2;
+                    links.push(lk);
+                }
+            }
+        }
+        let mut usage = Vec::with_capacity(links.len());
+        for &lk in &links {
+            usage.push(self.wsum[lk as usize]);
+        }
+        for &lk in &old_links {
+            if self.lmark[lk as usize] == 1 {
+                // no longer crossed by this level: all it used is free now
+                if self.wsum[lk as usize] != 0.0 {
+                    self.mark_link(lk);
+                }
+            }
+        }
+        for &lk in old_links.iter().chain(links.iter()) {
+            self.lmark[lk as usize] = 0;
+            self.wsum[lk as usize] = 0.0;
+        }
+        let lvl = &mut self.lv[l];
+        lvl.links = links;
+        lvl.usage = usage;
+        lvl.dirty = false;
+    }
+
+    fn fill_strict(&mut self, t: f64) {
+        self.resid.copy_from_slice(&self.inp.cap);
+        let mut changed: Vec<u32> = Vec::new();
+        for i in 0..self.lorder.len() {
+            let l = self.lorder[i] as usize;
+            let need = self.lv[l].dirty
+                || self.lv[l].links.iter().any(|&lk| self.lchg[lk as usize]);
+            if need {
+                if self.lv[l].dirty {
+                    self.rebuild_links(l);
+                }
+                let groups = std::mem::take(&mut self.lv[l].groups);
+                let links = std::mem::take(&mut self.lv[l].links);
+                // the fill works on its own copy of the capacity left
+                for &lk in &links {
+                    self.used[lk as usize] = self.resid[lk as usize];
+                }
+                self.water_fill(&groups, true);
+                // what the level uses per link, in a fixed order
+                for (j, &lk) in links.iter().enumerate() {
+                    self.lmark[lk as usize] = j as u32;
+                    self.used[lk as usize] = 0.0;
+                }
+                let w = self.inp.width;
+                let mut usage = vec![0.0; links.len()];
+                for &g in &groups {
+                    let g = g as usize;
+                    let r = self.g_new[g];
+                    if r != self.g_rate[g] {
+                        changed.push(g as u32);
+                    }
+                    if r > 0.0 {
+                        let c = self.g_n[g] as f64;
+                        let p = self.g_path[g] as usize;
+                        for &lk in &self.inp.plinks[p * w..p * w + w] {
+                            if lk != NONE {
+                                usage[self.lmark[lk as usize] as usize] += r * c;
+                            }
+                        }
+                    }
+                }
+                for (j, &lk) in links.iter().enumerate() {
+                    self.lmark[lk as usize] = 0;
+                    if usage[j] != self.lv[l].usage[j] {
+                        self.mark_link(lk);
+                    }
+                }
+                self.lv[l].usage = usage;
+                self.lv[l].groups = groups;
+                self.lv[l].links = links;
+            }
+            let lvl = &self.lv[l];
+            for (j, &lk) in lvl.links.iter().enumerate() {
+                let r = self.resid[lk as usize] - lvl.usage[j];
+                self.resid[lk as usize] = if r < SNAP { 0.0 } else { r };
+            }
+        }
+        for &g in &changed {
+            let g = g as usize;
+            self.set_rate(g, self.g_new[g], t);
+        }
+    }
+
+    /// Max-min fair rates of `groups` (weight = flows) within the capacity in
+    /// `self.used` (a working copy, when `work`) or `self.resid`, reduced in place;
+    /// written to `g_new`.
+    pub fn water_fill(&mut self, groups: &[u32], work: bool) {
+        let cap: &mut Vec<f64> = if work { &mut self.used } else { &mut self.resid };
+        let (gp, gn) = (&self.g_path, &self.g_n);
+        self.filler.fill(&self.inp.plinks, self.inp.width, groups, |g| gp[g as usize],
+                         |g| gn[g as usize] as f64, cap, &mut self.g_new);
+    }
+
+    /// `fs-static`: each group gets the smallest `cap_l / flows on l` over its links.
+    fn fill_static(&mut self, t: f64) {
+        let w = self.inp.width;
+        let mut all: Vec<u32> = Vec::new();
+        for &l in &self.lorder {
+            all.extend_from_slice(&self.lv[l as usize].groups);
+            self.lv[l as usize].dirty = false;
+        }
+        for &g in &all {
+            let p = self.g_path[g as usize] as usize;
+            let c = self.g_n[g as usize] as f64;
+            for &l in &self.inp.plinks[p * w..p * w + w] {
+                if l != NONE {
+                    self.wsum[l as usize] += c;
+                }
+            }
+        }
+        for &g in &all {
+            let p = self.g_path[g as usize] as usize;
+            let mut r = f64::INFINITY;
+            for &l in &self.inp.plinks[p * w..p * w + w] {
+                if l != NONE {
+                    r = r.min(self.inp.cap[l as usize] / self.wsum[l as usize]);
+                }
+            }
+            self.g_new[g as usize] = r;
+        }
+        for &g in &all {
+            let p = self.g_path[g as usize] as usize;
+            for &l in &self.inp.plinks[p * w..p * w + w] {
+                if l != NONE {
+                    self.wsum[l as usize] = 0.0;
+                }
+            }
+        }
+        for &g in &all {
+            let g = g as usize;
+            self.set_rate(g, self.g_new[g], t);
+        }
+    }
+
+    /// D-CLAS (Aalo §4, as 004 §IV-B compares it): K queues by coflow bytes sent, FIFO
+    /// (strict by arrival rank) inside a queue, *weighted* sharing between queues.
+    /// Pass 1: on every link each queue present gets `cap * w_q / sum(w present)`,
+    /// `w_q = K - q`, and fills its coflows FIFO inside that share. Pass 2 (work
+    /// conservation): what pass 1 left on each link is filled again in (queue, rank)
+    /// order. Mirrors `schedulers/aalo.py` `Aalo.rates`.
+    fn fill_aalo(&mut self, t: f64) {
+        let nc = self.inp.c_rank.len() as u64;
+        let kk = self.k as u64;
+        let w = self.inp.width;
+        let nl = self.inp.cap.len();
+        let order = self.lorder.clone();
+        for l in 0..nl {
+            self.qmask[l] = 0;
+        }
+        for &lv in &order {
+            let q = (self.lv[lv as usize].key / nc).min(kk - 1) as usize;
+            for &g in &self.lv[lv as usize].groups {
+                let p = self.g_path[g as usize] as usize;
+                for &lk in &self.inp.plinks[p * w..p * w + w] {
+                    if lk != NONE {
+                        self.qmask[lk as usize] |= 1 << q;
+                    }
+                }
+            }
+        }
+        let wq = |q: usize, k: usize| (k - q) as f64;
+        // pass 1: each queue inside its weighted share of every link
+        let mut i = 0;
+        while i < order.len() {
+            let q = (self.lv[order[i] as usize].key / nc).min(kk - 1) as usize;
+            for l in 0..nl {
+                let m = self.qmask[l];
+                if m & (1 << q) == 0 {
+                    self.resid[l] = 0.0;
+                    continue;
+                }
+                let mut tot = 0.0;
+                for qq in 0..self.k {
+                    if m & (1 << qq) != 0 {
+                        tot += wq(qq, self.k);
+                    }
+                }
+                self.resid[l] = self.inp.cap[l] * wq(q, self.k) / tot;
+            }
+            while i < order.len()
+                && (self.lv[order[i] as usize].key / nc).min(kk - 1) as usize == q
+            {
+                let groups = std::mem::take(&mut self.lv[order[i] as usize].groups);
+                self.water_fill(&groups, false);
+                for &g in &groups {
+                    self.rate1[g as usize] = self.g_new[g as usize];
+                }
+                self.lv[order[i] as usize].groups = groups;
+                i += 1;
+            }
+        }
+        for l in 0..nl {
+            self.used[l] = 0.0;
+        }
+        for &lv in &order {
+            for &g in &self.lv[lv as usize].groups {
+                let g = g as usize;
+                let r = self.rate1[g] * self.g_n[g] as f64;
+                let p = self.g_path[g] as usize;
+                for &lk in &self.inp.plinks[p * w..p * w + w] {
+                    if lk != NONE {
+                        self.used[lk as usize] += r;
+                    }
+                }
+            }
+        }
+        // pass 2: the leftovers, strict (queue, rank) order
+        for l in 0..nl {
+            let r = self.inp.cap[l] - self.used[l];
+            self.resid[l] = if r < SNAP { 0.0 } else { r };
+        }
+        for &lv in &order {
+            let groups = std::mem::take(&mut self.lv[lv as usize].groups);
+            self.water_fill(&groups, false);
+            for &g in &groups {
+                let g = g as usize;
+                let r = self.rate1[g] + self.g_new[g];
+                self.set_rate(g, r, t);
+            }
+            self.lv[lv as usize].groups = groups;
+            self.lv[lv as usize].dirty = false;
+        }
+    }
+}
+
+/// Scratch space of the water-filling, sized to the links.
+pub struct Filler {
+    wsum: Vec<f64>,
+    deg: Vec<u32>,
+    start: Vec<u32>,
+    cur: Vec<u32>,
+    touched: Vec<u32>,
+    adj: Vec<u32>,
+    cand: Vec<u32>,
+    fixed: Vec<bool>,
+    lheap: BinaryHeap<Reverse<Key>>,
+    bott: Vec<u32>,
+}
+
+impl Filler {
+    pub fn new(n_links: usize) -> Self {
+        Filler {
+            wsum: vec![0.0; n_links],
+            deg: vec![0; n_links],
+            start: vec![0; n_links],
+            cur: vec![0; n_links],
+            touched: Vec::new(),
+            adj: Vec::new(),
+            cand: Vec::new(),
+            fixed: Vec::new(),
+            lheap: BinaryHeap::new(),
+            bott: Vec::new(),
+        }
+    }
+
+    /// Max-min fair rate per unit of weight of every item (progressive filling, 004
+    /// "FS", with the Python engine's 1e-9 bottleneck tie rule). `plinks`: link ids
+    /// per path, `width` per row, NONE = padding; item `i` takes path `path(i)` with
+    /// weight `weight(i)`; `cap` is the capacity left per link, reduced in place by
+    /// what the items take; the rate of item `i` is written to `out[i]` (0 for an
+    /// item crossing a link with nothing left).
+    #[allow(clippy::too_many_arguments)]
+    pub fn fill(
+        &mut self,
+        plinks: &[u32],
+        width: usize,
+        items: &[u32],
+        path: impl Fn(u32) -> u32,
+        weight: impl Fn(u32) -> f64,
+        cap: &mut [f64],
+        out: &mut [f64],
+    ) {
+        let w = width;
+        self.touched.clear();
+        self.cand.clear();
+        for &i in items {
+            let p = path(i) as usize;
+            let ls = &plinks[p * w..p * w + w];
+            if ls.iter().any(|&l| l != NONE && cap[l as usize] <= 0.0) {
+                out[i as usize] = 0.0;
+                continue;
+            }
+            let c = weight(i);
+            for &l in ls {
+                if l == NONE {
+                    continue;
+                }
+                let l = l as usize;
+                if self.deg[l] == 0 {
+                    self.touched.push(l as u32);
+                }
+                self.wsum[l] += c;
+                self.deg[l] += 1;
+            }
+            self.cand.push(i);
+        }
+        if self.cand.is_empty() {
+            return;
+        }
+        let mut pos = 0u32;
+        for &l in &self.touched {
+            self.start[l as usize] = pos;
+            self.cur[l as usize] = pos;
+            pos += self.deg[l as usize];
+        }
+        self.adj.resize(pos as usize, 0);
+        if self.fixed.len() < out.len() {
+            self.fixed.resize(out.len(), false);
+        }
+        for &i in &self.cand {
+            let p = path(i) as usize;
+            self.fixed[i as usize] = false;
+            for &l in &plinks[p * w..p * w + w] {
+                if l != NONE {
+                    let cu = &mut self.cur[l as usize];
+                    self.adj[*cu as usize] = i;
+                    *cu += 1;
+                }
+            }
+        }
+        self.lheap.clear();
+        for &l in &self.touched {
+            let l = l as usize;
+            self.lheap.push(Reverse(Key(cap[l] / self.wsum[l], l as u32)));
+        }
+        while let Some(Reverse(Key(key, l))) = self.lheap.pop() {
+            let l = l as usize;
+            if self.wsum[l] <= 0.5 {
+                continue;
+            }
+            let m = cap[l] / self.wsum[l];
+            if m > key {
+                self.lheap.push(Reverse(Key(m, l as u32)));
+                continue;
+            }
+            let thr = m * (1.0 + 1e-9) + 1e-12;
+            self.bott.clear();
+            self.bott.push(l as u32);
+            while let Some(&Reverse(Key(k2, l2))) = self.lheap.peek() {
+                if k2 > thr {
+                    break;
+                }
+                self.lheap.pop();
+                let l2 = l2 as usize;
+                if self.wsum[l2] <= 0.5 {
+                    continue;
+                }
+                let a2 = cap[l2] / self.wsum[l2];
+                if a2 <= thr {
+                    self.bott.push(l2 as u32);
+                } else {
+                    self.lheap.push(Reverse(Key(a2, l2 as u32)));
+                }
+            }
+            for bi in 0..self.bott.len() {
+                let lb = self.bott[bi] as usize;
+                let s = self.start[lb] as usize;
+                for idx in s..s + self.deg[lb] as usize {
+                    let i = self.adj[idx];
+                    if self.fixed[i as usize] {
+                        continue;
+                    }
+                    self.fixed[i as usize] = true;
+                    out[i as usize] = m;
+                    let c = weight(i);
+                    let p = path(i) as usize;
+                    for &l3 in &plinks[p * w..p * w + w] {
+                        if l3 != NONE {
+                            let l3 = l3 as usize;
+                            cap[l3] -= m * c;
+                            if cap[l3] < SNAP {
+                                cap[l3] = 0.0;
+                            }
+                            self.wsum[l3] -= c;
+                        }
+                    }
+                }
+            }
+        }
+        for &l in &self.touched {
+            self.wsum[l as usize] = 0.0;
+            self.deg[l as usize] = 0;
+        }
+    }
+}
