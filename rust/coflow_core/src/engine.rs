@@ -62,15 +62,62 @@ impl Ord for HE {
     }
 }
 
-/// One priority level: its groups, and what its last fill used per link.
+/// One priority level: its groups, and per link it crosses the groups crossing it,
+/// their flows and what they use (kept as groups come, go and change rate, so that a
+/// fill needs no set-up pass and lower levels see what changed).
 pub struct Level {
     pub key: u64,
     pub groups: Vec<u32>,
     /// groups added, removed or resized since the last fill
     pub dirty: bool,
-    /// links its groups cross (rebuilt when dirty) and their use at the last fill
+    /// slot of each link in this level (NONE if no group of the level crosses it)
+    pub lslot: Vec<u32>,
     pub links: Vec<u32>,
+    pub lgroups: Vec<Vec<u32>>,
+    pub lw: Vec<f64>,
+    /// rate x flows summed over the slot's groups, with its rounding error (usage_lo)
     pub usage: Vec<f64>,
+    pub usage_lo: Vec<f64>,
+}
+
+impl Level {
+    /// An empty stand-in while a level is borrowed out of the list.
+    pub fn placeholder() -> Self {
+        Level { key: 0, groups: Vec::new(), dirty: false, lslot: Vec::new(), links: Vec::new(),
+                lgroups: Vec::new(), lw: Vec::new(), usage: Vec::new(), usage_lo: Vec::new() }
+    }
+
+    fn new(key: u64, n_links: usize) -> Self {
+        Level { key, groups: Vec::new(), dirty: true, lslot: vec![NONE; n_links],
+                links: Vec::new(), lgroups: Vec::new(), lw: Vec::new(), usage: Vec::new(),
+                usage_lo: Vec::new() }
+    }
+
+    /// Add `x` to the slot's usage (compensated: the error stays one rounding).
+    #[inline]
+    pub fn add_usage(&mut self, slot: usize, x: f64) {
+        let a = self.usage[slot];
+        let s = a + x;
+        let bp = s - a;
+        self.usage_lo[slot] += (a - (s - bp)) + (x - bp);
+        self.usage[slot] = s;
+    }
+
+    #[inline]
+    pub fn used(&self, slot: usize) -> f64 {
+        self.usage[slot] + self.usage_lo[slot]
+    }
+}
+
+/// A group's hot fields: rate, rate at this fill, path, flows, last fill, level.
+#[derive(Clone, Copy, Default)]
+pub struct GHot {
+    pub rate: f64,
+    pub new: f64,
+    pub path: u32,
+    pub n: u32,
+    pub epoch: u32,
+    pub lvl: u32,
 }
 
 /// A receiver's bytes over time, as breakpoints (t, bytes, rate after t), kept for
@@ -134,15 +181,14 @@ pub struct Sim {
     // groups (level, path)
     pub gmap: IdMap<u32>,
     pub g_key: Vec<u64>,
-    pub g_path: Vec<u32>,
-    pub g_n: Vec<u32>,
-    pub g_rate: Vec<f64>,
-    pub g_new: Vec<f64>,
+    /// per group, the fields the fill and the re-rating touch together
+    pub gh: Vec<GHot>,
+    /// per group, the Filler's output (aalo)
+    pub fill_out: Vec<f64>,
     pub g_svc0: Vec<f64>,
     pub g_t0: Vec<f64>,
     pub g_heap: Vec<BinaryHeap<Reverse<HE>>>,
-    pub g_own: Vec<Vec<(u32, u32)>>,
-    pub g_lvl: Vec<u32>,
+    pub g_own: Vec<Owners>,
     pub g_lpos: Vec<u32>,
     pub free_g: Vec<u32>,
     /// groups whose completion time must be recomputed before the times are read
@@ -158,9 +204,14 @@ pub struct Sim {
     pub lorder: Vec<u32>,
     pub lorder_dirty: bool,
     pub free_l: Vec<u32>,
-    /// links whose capacity left for lower levels may have changed since the last fill
-    pub lchg: Vec<bool>,
-    pub lchg_list: Vec<u32>,
+    /// per link, the smallest level key whose use of it changed since the last fill
+    /// (the levels after it see a different capacity there); MAX if none
+    pub chg_key: Vec<u64>,
+    pub chg_list: Vec<u32>,
+    /// per group, its position in the group list of each link of its path
+    pub g_adjpos: Vec<u32>,
+    /// the current fill (a group's `epoch` is the fill that fixed its rate last)
+    pub epoch: u32,
     // release groups, coflows
     pub g_flows_ptr: Vec<usize>,
     pub g_flows: Vec<u32>,
@@ -208,7 +259,9 @@ pub struct Sim {
     pub qmask: Vec<u32>,
     pub used: Vec<f64>,
     pub rate1: Vec<f64>,
-    pub lmark: Vec<u32>,
+    pub work: Vec<f64>,
+    pub lheap: BinaryHeap<Reverse<Key>>,
+    pub bott: Vec<u32>,
 }
 
 impl Sim {
@@ -257,15 +310,12 @@ impl Sim {
             o_pos: vec![NONE; n_owner],
             gmap: IdMap::default(),
             g_key: Vec::new(),
-            g_path: Vec::new(),
-            g_n: Vec::new(),
-            g_rate: Vec::new(),
-            g_new: Vec::new(),
+            gh: Vec::new(),
+            fill_out: Vec::new(),
             g_svc0: Vec::new(),
             g_t0: Vec::new(),
             g_heap: Vec::new(),
             g_own: Vec::new(),
-            g_lvl: Vec::new(),
             g_lpos: Vec::new(),
             free_g: Vec::new(),
             g_rt: Vec::new(),
@@ -277,8 +327,10 @@ impl Sim {
             lorder: Vec::new(),
             lorder_dirty: false,
             free_l: Vec::new(),
-            lchg: vec![false; nl],
-            lchg_list: Vec::new(),
+            chg_key: vec![u64::MAX; nl],
+            chg_list: Vec::new(),
+            g_adjpos: Vec::new(),
+            epoch: 0,
             g_flows_ptr,
             g_flows,
             rg_left,
@@ -322,7 +374,9 @@ impl Sim {
             qmask: vec![0; nl],
             used: vec![0.0; nl],
             rate1: Vec::new(),
-            lmark: vec![0; nl],
+            work: vec![0.0; nl],
+            lheap: BinaryHeap::new(),
+            bott: Vec::new(),
             par,
             inp,
         };
@@ -349,7 +403,7 @@ impl Sim {
     /// Service of group `g` at `t`.
     #[inline]
     pub fn svc(&self, g: usize, t: f64) -> f64 {
-        self.g_svc0[g] + self.g_rate[g] * (t - self.g_t0[g])
+        self.g_svc0[g] + self.gh[g].rate * (t - self.g_t0[g])
     }
 
     /// Owner `o`'s bytes at `t` (units: received; coflows: sent).
@@ -413,8 +467,7 @@ impl Sim {
                 l as usize
             }
             None => {
-                self.lv.push(Level { key, groups: Vec::new(), dirty: true, links: Vec::new(),
-                                     usage: Vec::new() });
+                self.lv.push(Level::new(key, self.inp.cap.len()));
                 self.lv.len() - 1
             }
         };
@@ -424,23 +477,126 @@ impl Sim {
         l
     }
 
+    /// Note that level `key`'s use of link `lk` changed.
+    #[inline]
+    pub fn mark_link(&mut self, lk: u32, key: u64) {
+        let c = &mut self.chg_key[lk as usize];
+        if *c == u64::MAX {
+            self.chg_list.push(lk);
+        }
+        if key < *c {
+            *c = key;
+        }
+    }
+
     fn drop_level(&mut self, l: usize) {
         let key = self.lv[l].key;
         self.lmap.remove(&key);
-        // what it used is free for the levels below
-        let lvl = &mut self.lv[l];
-        for &lk in &lvl.links {
-            if !self.lchg[lk as usize] {
-                self.lchg[lk as usize] = true;
-                self.lchg_list.push(lk);
-            }
+        let links = std::mem::take(&mut self.lv[l].links);
+        for &lk in &links {
+            self.mark_link(lk, key); // what it used is free for the levels below
+            self.lv[l].lslot[lk as usize] = NONE;
         }
+        let lvl = &mut self.lv[l];
+        lvl.links = links;
         lvl.links.clear();
+        lvl.lgroups.clear();
+        lvl.lw.clear();
         lvl.usage.clear();
+        lvl.usage_lo.clear();
         lvl.groups.clear();
         let pos = self.lorder.iter().position(|&x| x as usize == l).unwrap();
         self.lorder.remove(pos);
         self.free_l.push(l as u32);
+    }
+
+    /// Enter group `g` in its level's per-link lists.
+    fn attach(&mut self, g: usize) {
+        let w = self.inp.width;
+        let p = self.gh[g].path as usize;
+        let lvl = &mut self.lv[self.gh[g].lvl as usize];
+        for j in 0..w {
+            let lk = self.inp.plinks[p * w + j];
+            if lk == NONE {
+                continue;
+            }
+            let mut slot = lvl.lslot[lk as usize];
+            if slot == NONE {
+                slot = lvl.links.len() as u32;
+                lvl.lslot[lk as usize] = slot;
+                lvl.links.push(lk);
+                lvl.lgroups.push(Vec::new());
+                lvl.lw.push(0.0);
+                lvl.usage.push(0.0);
+                lvl.usage_lo.push(0.0);
+            }
+            let list = &mut lvl.lgroups[slot as usize];
+            self.g_adjpos[g * w + j] = list.len() as u32;
+            list.push(g as u32);
+        }
+    }
+
+    /// Remove group `g` (no flows left) from its level's per-link lists.
+    fn detach(&mut self, g: usize) {
+        let w = self.inp.width;
+        let p = self.gh[g].path as usize;
+        let l = self.gh[g].lvl as usize;
+        let key = self.lv[l].key;
+        for j in 0..w {
+            let lk = self.inp.plinks[p * w + j];
+            if lk == NONE {
+                continue;
+            }
+            let lvl = &mut self.lv[l];
+            let slot = lvl.lslot[lk as usize] as usize;
+            let pos = self.g_adjpos[g * w + j] as usize;
+            let list = &mut lvl.lgroups[slot];
+            list.swap_remove(pos);
+            if pos < list.len() {
+                let g2 = list[pos] as usize;
+                let p2 = self.gh[g2].path as usize;
+                let j2 = (0..w).find(|&j2| self.inp.plinks[p2 * w + j2] == lk).unwrap();
+                self.g_adjpos[g2 * w + j2] = pos as u32;
+            }
+            if list.is_empty() {
+                // no group of this level crosses the link any more
+                let last = lvl.links.len() - 1;
+                lvl.links.swap_remove(slot);
+                lvl.lgroups.swap_remove(slot);
+                lvl.lw.swap_remove(slot);
+                lvl.usage.swap_remove(slot);
+                lvl.usage_lo.swap_remove(slot);
+                if slot < last {
+                    let moved = lvl.links[slot];
+                    lvl.lslot[moved as usize] = slot as u32;
+                }
+                lvl.lslot[lk as usize] = NONE;
+                self.mark_link(lk, key);
+            }
+        }
+    }
+
+    /// Group `g` gains `d` flows (+1 or -1): its level's per-link flows and use follow.
+    fn resize(&mut self, g: usize, d: f64) {
+        let w = self.inp.width;
+        let p = self.gh[g].path as usize;
+        let l = self.gh[g].lvl as usize;
+        let r = self.gh[g].rate;
+        let key = self.lv[l].key;
+        self.lv[l].dirty = true;
+        for j in 0..w {
+            let lk = self.inp.plinks[p * w + j];
+            if lk == NONE {
+                continue;
+            }
+            let lvl = &mut self.lv[l];
+            let slot = lvl.lslot[lk as usize] as usize;
+            lvl.lw[slot] += d;
+            if r > 0.0 {
+                lvl.add_usage(slot, r * d);
+                self.mark_link(lk, key);
+            }
+        }
     }
 
     fn group_of(&mut self, key: u64, path: u32) -> usize {
@@ -454,45 +610,45 @@ impl Sim {
             None => {
                 let g = self.g_key.len();
                 self.g_key.push(0);
-                self.g_path.push(0);
-                self.g_n.push(0);
-                self.g_rate.push(0.0);
-                self.g_new.push(0.0);
+                self.gh.push(GHot::default());
+                self.fill_out.push(0.0);
                 self.g_svc0.push(0.0);
                 self.g_t0.push(0.0);
                 self.g_heap.push(BinaryHeap::new());
-                self.g_own.push(Vec::new());
-                self.g_lvl.push(0);
+                self.g_own.push(Owners::default());
                 self.g_lpos.push(NONE);
                 self.g_rt.push(false);
                 self.rate1.push(0.0);
                 self.g_ta.push(f64::INFINITY);
                 self.g_tb.push(f64::INFINITY);
+                self.g_adjpos.extend(std::iter::repeat(NONE).take(self.inp.width));
                 g
             }
         };
         self.g_key[g] = key;
-        self.g_path[g] = path;
-        self.g_n[g] = 0;
-        self.g_rate[g] = 0.0;
-        self.g_new[g] = 0.0;
+        self.gh[g].path = path;
+        self.gh[g].n = 0;
+        self.gh[g].rate = 0.0;
+        self.gh[g].new = 0.0;
         self.g_svc0[g] = 0.0;
         self.g_t0[g] = 0.0;
         self.g_heap[g].clear();
         self.g_own[g].clear();
-        self.g_lvl[g] = l as u32;
+        self.gh[g].lvl = l as u32;
         let lvl = &mut self.lv[l];
         self.g_lpos[g] = lvl.groups.len() as u32;
         lvl.groups.push(g as u32);
         lvl.dirty = true;
         self.gmap.insert(gk, g as u32);
+        self.attach(g);
         g
     }
 
     fn drop_group(&mut self, g: usize) {
-        let gk = self.g_key[g] * self.n_paths as u64 + self.g_path[g] as u64;
+        let gk = self.g_key[g] * self.n_paths as u64 + self.gh[g].path as u64;
         self.gmap.remove(&gk);
-        let l = self.g_lvl[g] as usize;
+        self.detach(g);
+        let l = self.gh[g].lvl as usize;
         {
             let lvl = &mut self.lv[l];
             let i = self.g_lpos[g] as usize;
@@ -505,7 +661,7 @@ impl Sim {
         }
         self.g_lpos[g] = NONE;
         self.g_heap[g].clear();
-        self.g_rate[g] = 0.0;
+        self.gh[g].rate = 0.0;
         self.g_ta[g] = f64::INFINITY;
         self.g_tb[g] = f64::INFINITY;
         self.free_g.push(g as u32);
@@ -524,7 +680,7 @@ impl Sim {
             }
             heap.pop();
         }
-        let r = self.g_rate[g];
+        let r = self.gh[g].rate;
         let (a, b) = match self.g_heap[g].peek() {
             Some(&Reverse(e)) if r > 0.0 => {
                 let tc = self.g_t0[g] + (e.thr - self.g_svc0[g]) / r;
@@ -559,15 +715,15 @@ impl Sim {
 
     /// Set group `g`'s rate at `t` (service synced, owners' rates moved by the change).
     pub fn set_rate(&mut self, g: usize, r: f64, t: f64) {
-        let old = self.g_rate[g];
+        let old = self.gh[g].rate;
         if r == old {
             return;
         }
         self.g_svc0[g] = self.svc(g, t);
         self.g_t0[g] = t;
-        self.g_rate[g] = r;
-        let own = std::mem::take(&mut self.g_own[g]);
-        for &(o, c) in &own {
+        self.gh[g].rate = r;
+        for i in 0..self.g_own[g].len() {
+            let (o, c) = self.g_own[g].get(i);
             let o = o as usize;
             if old <= 0.0 && r > 0.0 {
                 self.o_npos[o] += c;
@@ -576,7 +732,6 @@ impl Sim {
             }
             self.owner_rate_add(o, (r - old) * c as f64, t);
         }
-        self.g_own[g] = own;
         self.mark_retime(g);
     }
 
@@ -587,17 +742,14 @@ impl Sim {
         self.f_grp[f] = g as u32;
         self.f_thr[f] = s + rem;
         self.g_heap[g].push(Reverse(HE { thr: s + rem, f: f as u32, gen: self.f_gen[f] }));
-        self.g_n[g] += 1;
-        match self.g_own[g].iter_mut().find(|e| e.0 == o as u32) {
-            Some(e) => e.1 += 1,
-            None => self.g_own[g].push((o as u32, 1)),
-        }
-        let r = self.g_rate[g];
+        self.gh[g].n += 1;
+        self.resize(g, 1.0);
+        self.g_own[g].add(o as u32);
+        let r = self.gh[g].rate;
         if r > 0.0 {
             self.o_npos[o] += 1;
             self.owner_rate_add(o, r, t);
         }
-        self.lv[self.g_lvl[g] as usize].dirty = true;
         self.mark_retime(g);
     }
 
@@ -607,22 +759,17 @@ impl Sim {
         let rem = self.f_thr[f] - self.svc(g, t);
         self.f_grp[f] = NONE;
         self.f_gen[f] = self.f_gen[f].wrapping_add(1);
-        self.g_n[g] -= 1;
-        let own = &mut self.g_own[g];
-        let i = own.iter().position(|e| e.0 == o as u32).unwrap();
-        own[i].1 -= 1;
-        if own[i].1 == 0 {
-            own.swap_remove(i);
-        }
-        let r = self.g_rate[g];
+        self.gh[g].n -= 1;
+        self.resize(g, -1.0);
+        self.g_own[g].sub(o as u32);
+        let r = self.gh[g].rate;
         if r > 0.0 {
             self.o_npos[o] -= 1;
             self.owner_rate_add(o, -r, t);
         }
-        if self.g_n[g] == 0 {
+        if self.gh[g].n == 0 {
             self.drop_group(g);
         } else {
-            self.lv[self.g_lvl[g] as usize].dirty = true;
             self.mark_retime(g);
         }
         rem
@@ -738,7 +885,7 @@ impl Sim {
         }
         for &g in &cand {
             let g = g as usize;
-            let r = self.g_rate[g];
+            let r = self.gh[g].rate;
             let s = self.svc(g, t);
             let sp = self.svc(g, t_prev);
             let mut n_done = 0;

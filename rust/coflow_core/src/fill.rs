@@ -9,7 +9,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::engine::Sim;
+use crate::engine::{Level, Sim};
 use crate::model::*;
 
 impl Sim {
@@ -25,135 +25,171 @@ impl Sim {
             Policy::FsStatic => self.fill_static(t),
             _ => self.fill_strict(t),
         }
-        for &l in &self.lchg_list {
-            self.lchg[l as usize] = false;
+        for &l in &self.chg_list {
+            self.chg_key[l as usize] = u64::MAX;
         }
-        self.lchg_list.clear();
+        self.chg_list.clear();
     }
 
-    fn mark_link(&mut self, l: u32) {
-        if !self.lchg[l as usize] {
-            self.lchg[l as usize] = true;
-            self.lchg_list.push(l);
-        }
-    }
-
-    /// The links level `l`'s groups cross, in first-seen order; `wsum` is left at 0.
-    fn rebuild_links(&mut self, l: usize) {
-        let w = self.inp.width;
-        // remember the old use per link, to tell the levels below what changed
-        let old_links = std::mem::take(&mut self.lv[l].links);
-        let old_usage = std::mem::take(&mut self.lv[l].usage);
-        for (j, &lk) in old_links.iter().enumerate() {
-            self.wsum[lk as usize] = old_usage[j];
-            self.lmark[lk as usize] = 1;
-        }
-        let mut links = Vec::with_capacity(old_links.len());
-        for &g in &self.lv[l].groups {
-            let p = self.g_path[g as usize] as usize;
-            for &lk in &self.inp.plinks[p * w..p * w + w] {
-                if lk != NONE && self.lmark[lk as usize] != 2 {
-                    if self.lmark[lk as usize] == 0 {
-                        self.wsum[lk as usize] = f64::NAN; // new link: changed
-                    }
-                    self.lmark[lk as usize] = 2;
-                    links.push(lk);
-                }
-            }
-        }
-        let mut usage = Vec::with_capacity(links.len());
-        for &lk in &links {
-            usage.push(self.wsum[lk as usize]);
-        }
-        for &lk in &old_links {
-            if self.lmark[lk as usize] == 1 {
-                // no longer crossed by this level: all it used is free now
-                if self.wsum[lk as usize] != 0.0 {
-                    self.mark_link(lk);
-                }
-            }
-        }
-        for &lk in old_links.iter().chain(links.iter()) {
-            self.lmark[lk as usize] = 0;
-            self.wsum[lk as usize] = 0.0;
-        }
-        let lvl = &mut self.lv[l];
-        lvl.links = links;
-        lvl.usage = usage;
-        lvl.dirty = false;
-    }
-
+    /// Strict priority between levels: each level is filled within what the levels
+    /// above left, and only when its groups changed or what it was left changed.
     fn fill_strict(&mut self, t: f64) {
         self.resid.copy_from_slice(&self.inp.cap);
         let mut changed: Vec<u32> = Vec::new();
         for i in 0..self.lorder.len() {
             let l = self.lorder[i] as usize;
+            let key = self.lv[l].key;
             let need = self.lv[l].dirty
-                || self.lv[l].links.iter().any(|&lk| self.lchg[lk as usize]);
+                || self.lv[l].links.iter().any(|&lk| self.chg_key[lk as usize] < key);
             if need {
-                if self.lv[l].dirty {
-                    self.rebuild_links(l);
-                }
-                let groups = std::mem::take(&mut self.lv[l].groups);
-                let links = std::mem::take(&mut self.lv[l].links);
-                // the fill works on its own copy of the capacity left
-                for &lk in &links {
-                    self.used[lk as usize] = self.resid[lk as usize];
-                }
-                self.water_fill(&groups, true);
-                // what the level uses per link, in a fixed order
-                for (j, &lk) in links.iter().enumerate() {
-                    self.lmark[lk as usize] = j as u32;
-                    self.used[lk as usize] = 0.0;
-                }
-                let w = self.inp.width;
-                let mut usage = vec![0.0; links.len()];
-                for &g in &groups {
-                    let g = g as usize;
-                    let r = self.g_new[g];
-                    if r != self.g_rate[g] {
-                        changed.push(g as u32);
-                    }
-                    if r > 0.0 {
-                        let c = self.g_n[g] as f64;
-                        let p = self.g_path[g] as usize;
-                        for &lk in &self.inp.plinks[p * w..p * w + w] {
-                            if lk != NONE {
-                                usage[self.lmark[lk as usize] as usize] += r * c;
-                            }
-                        }
-                    }
-                }
-                for (j, &lk) in links.iter().enumerate() {
-                    self.lmark[lk as usize] = 0;
-                    if usage[j] != self.lv[l].usage[j] {
-                        self.mark_link(lk);
-                    }
-                }
-                self.lv[l].usage = usage;
-                self.lv[l].groups = groups;
-                self.lv[l].links = links;
+                self.fill_level(l, &mut changed);
+                self.lv[l].dirty = false;
             }
             let lvl = &self.lv[l];
-            for (j, &lk) in lvl.links.iter().enumerate() {
-                let r = self.resid[lk as usize] - lvl.usage[j];
+            for (slot, &lk) in lvl.links.iter().enumerate() {
+                let r = self.resid[lk as usize] - lvl.used(slot);
                 self.resid[lk as usize] = if r < SNAP { 0.0 } else { r };
             }
         }
         for &g in &changed {
             let g = g as usize;
-            self.set_rate(g, self.g_new[g], t);
+            self.set_rate(g, self.gh[g].new, t);
+        }
+    }
+
+    /// Group `g`'s rate at this fill is `r`: its level's use follows now (for the
+    /// levels below), its own rate after every level is filled.
+    #[inline]
+    fn fix(&mut self, g: usize, r: f64, changed: &mut Vec<u32>) {
+        self.gh[g].epoch = self.epoch;
+        self.gh[g].new = r;
+        let old = self.gh[g].rate;
+        if r == old {
+            return;
+        }
+        changed.push(g as u32);
+        let w = self.inp.width;
+        let p = self.gh[g].path as usize;
+        let l = self.gh[g].lvl as usize;
+        let key = self.lv[l].key;
+        let d = (r - old) * self.gh[g].n as f64;
+        for j in 0..w {
+            let lk = self.inp.plinks[p * w + j];
+            if lk != NONE {
+                let lvl = &mut self.lv[l];
+                let slot = lvl.lslot[lk as usize] as usize;
+                lvl.add_usage(slot, d);
+                self.mark_link(lk, key);
+            }
+        }
+    }
+
+    /// Max-min fair rates of level `l`'s groups (progressive filling, 004 "FS", with
+    /// the Python engine's 1e-9 bottleneck tie rule) within `self.resid`; groups that
+    /// cross a link with nothing left get 0.
+    fn fill_level(&mut self, l: usize, changed: &mut Vec<u32>) {
+        self.epoch = self.epoch.wrapping_add(1);
+        let w = self.inp.width;
+        let lvl = std::mem::replace(&mut self.lv[l], Level::placeholder());
+        for (slot, &lk) in lvl.links.iter().enumerate() {
+            self.work[lk as usize] = self.resid[lk as usize];
+            self.wsum[lk as usize] = lvl.lw[slot];
+        }
+        self.lv[l] = lvl;
+        // groups crossing a link with nothing left
+        for slot in 0..self.lv[l].links.len() {
+            let lk = self.lv[l].links[slot] as usize;
+            if self.work[lk] > 0.0 {
+                continue;
+            }
+            for i in 0..self.lv[l].lgroups[slot].len() {
+                let g = self.lv[l].lgroups[slot][i] as usize;
+                if self.gh[g].epoch == self.epoch {
+                    continue;
+                }
+                let c = self.gh[g].n as f64;
+                let p = self.gh[g].path as usize;
+                for &l2 in &self.inp.plinks[p * w..p * w + w] {
+                    if l2 != NONE {
+                        self.wsum[l2 as usize] -= c;
+                    }
+                }
+                self.fix(g, 0.0, changed);
+            }
+        }
+        self.lheap.clear();
+        for &lk in &self.lv[l].links {
+            let lk = lk as usize;
+            if self.wsum[lk] > 0.5 {
+                self.lheap.push(Reverse(Key(self.work[lk] / self.wsum[lk], lk as u32)));
+            }
+        }
+        while let Some(Reverse(Key(key, lk))) = self.lheap.pop() {
+            let lk = lk as usize;
+            if self.wsum[lk] <= 0.5 {
+                continue;
+            }
+            let m = self.work[lk] / self.wsum[lk];
+            if m > key {
+                self.lheap.push(Reverse(Key(m, lk as u32)));
+                continue;
+            }
+            let thr = m * (1.0 + 1e-9) + 1e-12;
+            self.bott.clear();
+            self.bott.push(lk as u32);
+            while let Some(&Reverse(Key(k2, l2))) = self.lheap.peek() {
+                if k2 > thr {
+                    break;
+                }
+                self.lheap.pop();
+                let l2 = l2 as usize;
+                if self.wsum[l2] <= 0.5 {
+                    continue;
+                }
+                let a2 = self.work[l2] / self.wsum[l2];
+                if a2 <= thr {
+                    self.bott.push(l2 as u32);
+                } else {
+                    self.lheap.push(Reverse(Key(a2, l2 as u32)));
+                }
+            }
+            for bi in 0..self.bott.len() {
+                let lb = self.bott[bi] as usize;
+                let slot = self.lv[l].lslot[lb] as usize;
+                for i in 0..self.lv[l].lgroups[slot].len() {
+                    let g = self.lv[l].lgroups[slot][i] as usize;
+                    if self.gh[g].epoch == self.epoch {
+                        continue;
+                    }
+                    let c = self.gh[g].n as f64;
+                    let p = self.gh[g].path as usize;
+                    for &l3 in &self.inp.plinks[p * w..p * w + w] {
+                        if l3 != NONE {
+                            let l3 = l3 as usize;
+                            self.work[l3] -= m * c;
+                            if self.work[l3] < SNAP {
+                                self.work[l3] = 0.0;
+                            }
+                            self.wsum[l3] -= c;
+                        }
+                    }
+                    self.fix(g, m, changed);
+                }
+            }
+        }
+        for &lk in &self.lv[l].links {
+            self.wsum[lk as usize] = 0.0;
         }
     }
 
     /// Max-min fair rates of `groups` (weight = flows) within the capacity in
     /// `self.used` (a working copy, when `work`) or `self.resid`, reduced in place;
-    /// written to `g_new`.
+    /// written to `fill_out`.
     pub fn water_fill(&mut self, groups: &[u32], work: bool) {
         let cap: &mut Vec<f64> = if work { &mut self.used } else { &mut self.resid };
-        let (gp, gn) = (&self.g_path, &self.g_n);
-        self.filler.fill(&self.inp.plinks, self.inp.width, groups, |g| gp[g as usize],
-                         |g| gn[g as usize] as f64, cap, &mut self.g_new);
+        let gh = &self.gh;
+        self.filler.fill(&self.inp.plinks, self.inp.width, groups, |g| gh[g as usize].path,
+                         |g| gh[g as usize].n as f64, cap, &mut self.fill_out);
     }
 
     /// `fs-static`: each group gets the smallest `cap_l / flows on l` over its links.
@@ -165,8 +201,8 @@ impl Sim {
             self.lv[l as usize].dirty = false;
         }
         for &g in &all {
-            let p = self.g_path[g as usize] as usize;
-            let c = self.g_n[g as usize] as f64;
+            let p = self.gh[g as usize].path as usize;
+            let c = self.gh[g as usize].n as f64;
             for &l in &self.inp.plinks[p * w..p * w + w] {
                 if l != NONE {
                     self.wsum[l as usize] += c;
@@ -174,17 +210,17 @@ impl Sim {
             }
         }
         for &g in &all {
-            let p = self.g_path[g as usize] as usize;
+            let p = self.gh[g as usize].path as usize;
             let mut r = f64::INFINITY;
             for &l in &self.inp.plinks[p * w..p * w + w] {
                 if l != NONE {
                     r = r.min(self.inp.cap[l as usize] / self.wsum[l as usize]);
                 }
             }
-            self.g_new[g as usize] = r;
+            self.gh[g as usize].new = r;
         }
         for &g in &all {
-            let p = self.g_path[g as usize] as usize;
+            let p = self.gh[g as usize].path as usize;
             for &l in &self.inp.plinks[p * w..p * w + w] {
                 if l != NONE {
                     self.wsum[l as usize] = 0.0;
@@ -193,7 +229,7 @@ impl Sim {
         }
         for &g in &all {
             let g = g as usize;
-            self.set_rate(g, self.g_new[g], t);
+            self.set_rate(g, self.gh[g].new, t);
         }
     }
 
@@ -215,7 +251,7 @@ impl Sim {
         for &lv in &order {
             let q = (self.lv[lv as usize].key / nc).min(kk - 1) as usize;
             for &g in &self.lv[lv as usize].groups {
-                let p = self.g_path[g as usize] as usize;
+                let p = self.gh[g as usize].path as usize;
                 for &lk in &self.inp.plinks[p * w..p * w + w] {
                     if lk != NONE {
                         self.qmask[lk as usize] |= 1 << q;
@@ -248,7 +284,7 @@ impl Sim {
                 let groups = std::mem::take(&mut self.lv[order[i] as usize].groups);
                 self.water_fill(&groups, false);
                 for &g in &groups {
-                    self.rate1[g as usize] = self.g_new[g as usize];
+                    self.rate1[g as usize] = self.fill_out[g as usize];
                 }
                 self.lv[order[i] as usize].groups = groups;
                 i += 1;
@@ -260,8 +296,8 @@ impl Sim {
         for &lv in &order {
             for &g in &self.lv[lv as usize].groups {
                 let g = g as usize;
-                let r = self.rate1[g] * self.g_n[g] as f64;
-                let p = self.g_path[g] as usize;
+                let r = self.rate1[g] * self.gh[g].n as f64;
+                let p = self.gh[g].path as usize;
                 for &lk in &self.inp.plinks[p * w..p * w + w] {
                     if lk != NONE {
                         self.used[lk as usize] += r;
@@ -279,7 +315,7 @@ impl Sim {
             self.water_fill(&groups, false);
             for &g in &groups {
                 let g = g as usize;
-                let r = self.rate1[g] + self.g_new[g];
+                let r = self.rate1[g] + self.fill_out[g];
                 self.set_rate(g, r, t);
             }
             self.lv[lv as usize].groups = groups;

@@ -119,3 +119,71 @@ pub fn enlist(list: &mut Vec<u32>, pos: &mut [u32], x: usize) {
     pos[x] = list.len() as u32;
     list.push(x as u32);
 }
+
+/// (owner, flows) pairs of a group: up to four inline, more in a spill vector.
+#[derive(Clone, Default)]
+pub struct Owners {
+    len: u32,
+    a: [(u32, u32); 4],
+    more: Vec<(u32, u32)>,
+}
+
+impl Owners {
+    pub fn clear(&mut self) {
+        self.len = 0;
+        self.more.clear();
+    }
+
+    /// Every (owner, flows) pair, inline ones first.
+    pub fn get(&self, i: usize) -> (u32, u32) {
+        if i < 4 {
+            self.a[i]
+        } else {
+            self.more[i - 4]
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    fn slot(&mut self, i: usize) -> &mut (u32, u32) {
+        if i < 4 {
+            &mut self.a[i]
+        } else {
+            &mut self.more[i - 4]
+        }
+    }
+
+    /// One more flow of owner `o`.
+    pub fn add(&mut self, o: u32) {
+        for i in 0..self.len() {
+            let e = self.slot(i);
+            if e.0 == o {
+                e.1 += 1;
+                return;
+            }
+        }
+        if self.len < 4 {
+            self.a[self.len as usize] = (o, 1);
+        } else {
+            self.more.push((o, 1));
+        }
+        self.len += 1;
+    }
+
+    /// One flow of owner `o` less.
+    pub fn sub(&mut self, o: u32) {
+        let i = (0..self.len()).find(|&i| self.get(i).0 == o).unwrap();
+        let e = self.slot(i);
+        e.1 -= 1;
+        if e.1 == 0 {
+            let last = self.get(self.len() - 1);
+            *self.slot(i) = last;
+            if self.len > 4 {
+                self.more.pop();
+            }
+            self.len -= 1;
+        }
+    }
+}

@@ -213,7 +213,7 @@ impl Sim {
                     for &f in &self.o_flows[u] {
                         let f = f as usize;
                         let p = self.f_pair[f] as usize;
-                        if self.g_rate[self.f_grp[f] as usize] > 0.0 && !self.p_mark[p] {
+                        if self.gh[self.f_grp[f] as usize].rate > 0.0 && !self.p_mark[p] {
                             self.p_mark[p] = true;
                             self.p_contact.push(p as u32);
                         }

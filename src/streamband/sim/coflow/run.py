@@ -45,12 +45,14 @@ def parse_topology(spec: str) -> Topology:
         Naming the right form (``fattree:8`` -> ``fat_tree:k=8``).
     """
     expected = f"expected {TOPOLOGIES}"
-    try:
-        data = split_short(spec, "--topology")
-    except SpecError as err:
-        raise OptionError(f"{err} ({expected})") from None
-    kind = data.pop("topology")
-    if kind not in ("big_switch", "fat_tree"):
+    kind = spec.partition(":")[0].strip()
+    if kind in ("big_switch", "fat_tree"):
+        try:
+            data = split_short(spec, "--topology")
+        except SpecError as err:
+            raise OptionError(f"{err} ({expected})") from None
+        data.pop("topology")
+    else:
         hint = ""
         low = str(kind).replace("_", "").replace("-", "").lower()
         if low.startswith("fattree"):
