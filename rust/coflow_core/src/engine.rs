@@ -175,6 +175,9 @@ pub struct Sim {
     pub o_rate: Vec<f64>,
     pub o_npos: Vec<u32>,
     pub o_x0: Vec<f64>,
+    pub o_pend: Vec<f64>,
+    pub o_dirty: Vec<bool>,
+    pub dirty_o: Vec<u32>,
     pub o_tx: Vec<f64>,
     pub act_o: Vec<u32>,
     pub o_pos: Vec<u32>,
@@ -305,6 +308,9 @@ impl Sim {
             o_rate: vec![0.0; n_owner],
             o_npos: vec![0; n_owner],
             o_x0: vec![0.0; n_owner],
+            o_pend: vec![0.0; n_owner],
+            o_dirty: vec![false; n_owner],
+            dirty_o: Vec::new(),
             o_tx: vec![0.0; n_owner],
             act_o: Vec::new(),
             o_pos: vec![NONE; n_owner],
@@ -418,26 +424,47 @@ impl Sim {
     }
 
     // -- owners' lazy bytes ------------------------------------------------------
-    /// Change owner `o`'s rate by `d` at `t` (and its coflow's, for `stream`).
-    fn owner_rate_add(&mut self, o: usize, d: f64, t: f64) {
+    /// Change owner `o`'s rate by `d` at the current event (applied by
+    /// `flush_owners`, once per owner, before any rate or byte count is read).
+    #[inline]
+    fn owner_rate_add(&mut self, o: usize, d: f64) {
         if d == 0.0 {
             return;
         }
-        self.o_x0[o] = self.o_bytes(o, t);
-        self.o_tx[o] = t;
-        self.o_rate[o] += d;
-        if self.o_npos[o] == 0 {
-            self.o_rate[o] = 0.0;
+        self.o_pend[o] += d;
+        if !self.o_dirty[o] {
+            self.o_dirty[o] = true;
+            self.dirty_o.push(o as u32);
         }
-        if self.pol == Policy::Stream {
-            let c = self.inp.u_cof[o] as usize;
-            self.c_x0[c] = self.c_bytes(c, t);
-            self.c_tx[c] = t;
-            self.c_rate[c] += d;
-            if self.delay > 0.0 {
-                self.record(o, t);
+    }
+
+    /// Apply the owners' rate changes of the event at `t` (bytes synced first at the
+    /// old rates; for `stream` the coflows' too, and the relay's breakpoints).
+    pub fn flush_owners(&mut self, t: f64) {
+        let list = std::mem::take(&mut self.dirty_o);
+        for &o in &list {
+            let o = o as usize;
+            let d = self.o_pend[o];
+            self.o_pend[o] = 0.0;
+            self.o_dirty[o] = false;
+            self.o_x0[o] = self.o_bytes(o, t);
+            self.o_tx[o] = t;
+            self.o_rate[o] += d;
+            if self.o_npos[o] == 0 {
+                self.o_rate[o] = 0.0;
+            }
+            if self.pol == Policy::Stream {
+                let c = self.inp.u_cof[o] as usize;
+                self.c_x0[c] = self.c_bytes(c, t);
+                self.c_tx[c] = t;
+                self.c_rate[c] += d;
+                if self.delay > 0.0 {
+                    self.record(o, t);
+                }
             }
         }
+        self.dirty_o = list;
+        self.dirty_o.clear();
     }
 
     /// Keep the breakpoint of unit `u` and its coflow at `t` (decentralized relay).
@@ -621,7 +648,7 @@ impl Sim {
                 self.rate1.push(0.0);
                 self.g_ta.push(f64::INFINITY);
                 self.g_tb.push(f64::INFINITY);
-                self.g_adjpos.extend(std::iter::repeat(NONE).take(self.inp.width));
+                self.g_adjpos.extend(std::iter::repeat_n(NONE, self.inp.width));
                 g
             }
         };
@@ -730,7 +757,7 @@ impl Sim {
             } else if old > 0.0 && r <= 0.0 {
                 self.o_npos[o] -= c;
             }
-            self.owner_rate_add(o, (r - old) * c as f64, t);
+            self.owner_rate_add(o, (r - old) * c as f64);
         }
         self.mark_retime(g);
     }
@@ -748,7 +775,7 @@ impl Sim {
         let r = self.gh[g].rate;
         if r > 0.0 {
             self.o_npos[o] += 1;
-            self.owner_rate_add(o, r, t);
+            self.owner_rate_add(o, r);
         }
         self.mark_retime(g);
     }
@@ -765,7 +792,7 @@ impl Sim {
         let r = self.gh[g].rate;
         if r > 0.0 {
             self.o_npos[o] -= 1;
-            self.owner_rate_add(o, -r, t);
+            self.owner_rate_add(o, -r);
         }
         if self.gh[g].n == 0 {
             self.drop_group(g);
@@ -889,11 +916,7 @@ impl Sim {
             let s = self.svc(g, t);
             let sp = self.svc(g, t_prev);
             let mut n_done = 0;
-            loop {
-                let e = match self.g_heap[g].peek() {
-                    Some(&Reverse(e)) => e,
-                    None => break,
-                };
+            while let Some(&Reverse(e)) = self.g_heap[g].peek() {
                 let f = e.f as usize;
                 if self.f_grp[f] != g as u32 || self.f_gen[f] != e.gen {
                     self.g_heap[g].pop();
@@ -947,8 +970,10 @@ impl Sim {
                 }
                 break;
             }
+            self.flush_owners(t);
             self.decide(t);
             self.fill(t);
+            self.flush_owners(t);
             self.after_fill(t);
             self.flush_retime();
             let t_s = self.next_sched_event(t);
