@@ -262,6 +262,11 @@ pub struct Sim {
     pub qmask: Vec<u32>,
     pub used: Vec<f64>,
     pub rate1: Vec<f64>,
+    /// aalo: groups with a positive rate after the last fill
+    pub served: Vec<u32>,
+    /// per link, whether it ends some path (a receiver's link); per path, its last link
+    pub is_last: Vec<bool>,
+    pub path_last: Vec<u32>,
     pub work: Vec<f64>,
     pub lheap: BinaryHeap<Reverse<Key>>,
     pub bott: Vec<u32>,
@@ -380,12 +385,24 @@ impl Sim {
             qmask: vec![0; nl],
             used: vec![0.0; nl],
             rate1: Vec::new(),
+            served: Vec::new(),
+            is_last: vec![false; nl],
+            path_last: Vec::new(),
             work: vec![0.0; nl],
             lheap: BinaryHeap::new(),
             bott: Vec::new(),
             par,
             inp,
         };
+        let w = sim.inp.width;
+        for p in 0..n_paths {
+            let last = sim.inp.plinks[p * w..p * w + w].iter().rev().copied()
+                .find(|&l| l != NONE).unwrap_or(NONE);
+            sim.path_last.push(last);
+            if last != NONE {
+                sim.is_last[last as usize] = true;
+            }
+        }
         if pol == Policy::Stream && sim.par.relay == Relay::Decentralized {
             sim.build_relay();
         }

@@ -244,22 +244,20 @@ impl Sim {
         let kk = self.k as u64;
         let w = self.inp.width;
         let nl = self.inp.cap.len();
-        let order = self.lorder.clone();
+        let order = std::mem::take(&mut self.lorder);
         for l in 0..nl {
             self.qmask[l] = 0;
         }
         for &lv in &order {
             let q = (self.lv[lv as usize].key / nc).min(kk - 1) as usize;
-            for &g in &self.lv[lv as usize].groups {
-                let p = self.gh[g as usize].path as usize;
-                for &lk in &self.inp.plinks[p * w..p * w + w] {
-                    if lk != NONE {
-                        self.qmask[lk as usize] |= 1 << q;
-                    }
-                }
+            for &lk in &self.lv[lv as usize].links {
+                self.qmask[lk as usize] |= 1 << q;
             }
         }
+        self.epoch = self.epoch.wrapping_add(1);
+        let ep = self.epoch;
         let wq = |q: usize, k: usize| (k - q) as f64;
+        let mut pos1: Vec<u32> = Vec::new();
         // pass 1: each queue inside its weighted share of every link
         let mut i = 0;
         while i < order.len() {
@@ -281,27 +279,29 @@ impl Sim {
             while i < order.len()
                 && (self.lv[order[i] as usize].key / nc).min(kk - 1) as usize == q
             {
-                let groups = std::mem::take(&mut self.lv[order[i] as usize].groups);
-                self.water_fill(&groups, false);
-                for &g in &groups {
-                    self.rate1[g as usize] = self.fill_out[g as usize];
+                let cand = self.served_groups(order[i] as usize);
+                self.water_fill(&cand, false);
+                for &g in &cand {
+                    let r = self.fill_out[g as usize];
+                    if r > 0.0 {
+                        self.rate1[g as usize] = r;
+                        self.gh[g as usize].epoch = ep;
+                        pos1.push(g);
+                    }
                 }
-                self.lv[order[i] as usize].groups = groups;
                 i += 1;
             }
         }
         for l in 0..nl {
             self.used[l] = 0.0;
         }
-        for &lv in &order {
-            for &g in &self.lv[lv as usize].groups {
-                let g = g as usize;
-                let r = self.rate1[g] * self.gh[g].n as f64;
-                let p = self.gh[g].path as usize;
-                for &lk in &self.inp.plinks[p * w..p * w + w] {
-                    if lk != NONE {
-                        self.used[lk as usize] += r;
-                    }
+        for &g in &pos1 {
+            let g = g as usize;
+            let r = self.rate1[g] * self.gh[g].n as f64;
+            let p = self.gh[g].path as usize;
+            for &lk in &self.inp.plinks[p * w..p * w + w] {
+                if lk != NONE {
+                    self.used[lk as usize] += r;
                 }
             }
         }
@@ -310,17 +310,60 @@ impl Sim {
             let r = self.inp.cap[l] - self.used[l];
             self.resid[l] = if r < SNAP { 0.0 } else { r };
         }
+        let mut pos: Vec<u32> = pos1;
+        let mut rate2: Vec<(u32, f64)> = Vec::new();
         for &lv in &order {
-            let groups = std::mem::take(&mut self.lv[lv as usize].groups);
-            self.water_fill(&groups, false);
-            for &g in &groups {
-                let g = g as usize;
-                let r = self.rate1[g] + self.fill_out[g];
-                self.set_rate(g, r, t);
+            let cand = self.served_groups(lv as usize);
+            self.water_fill(&cand, false);
+            for &g in &cand {
+                let r = self.fill_out[g as usize];
+                if r > 0.0 {
+                    rate2.push((g, r));
+                }
             }
-            self.lv[lv as usize].groups = groups;
             self.lv[lv as usize].dirty = false;
         }
+        // new rates: pass 1 + pass 2 for the groups served now, 0 for the others
+        for &(g, r) in &rate2 {
+            let gu = g as usize;
+            if self.gh[gu].epoch != ep {
+                self.gh[gu].epoch = ep;
+                self.rate1[gu] = 0.0;
+                pos.push(g);
+            }
+            self.rate1[gu] += r;
+        }
+        let old = std::mem::take(&mut self.served);
+        for &g in &old {
+            let gu = g as usize;
+            if self.gh[gu].epoch != ep && self.g_lpos[gu] != NONE {
+                self.set_rate(gu, 0.0, t);
+            }
+        }
+        for &g in &pos {
+            let gu = g as usize;
+            self.set_rate(gu, self.rate1[gu], t);
+        }
+        self.served = pos;
+        self.lorder = order;
+    }
+
+    /// Level `l`'s groups whose last link (their receiver's) has capacity left: the
+    /// others get nothing, and are not looked at.
+    fn served_groups(&self, l: usize) -> Vec<u32> {
+        let lvl = &self.lv[l];
+        let mut out = Vec::new();
+        for (slot, &lk) in lvl.links.iter().enumerate() {
+            if self.is_last[lk as usize] && self.resid[lk as usize] > 0.0 {
+                for &g in &lvl.lgroups[slot] {
+                    let p = self.gh[g as usize].path as usize;
+                    if self.path_last[p] == lk {
+                        out.push(g);
+                    }
+                }
+            }
+        }
+        out
     }
 }
 

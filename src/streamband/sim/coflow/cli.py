@@ -89,7 +89,7 @@ def sim(
     policy: str = typer.Option(..., help="|".join(NAMES)),
     topology: str = typer.Option("big_switch", help=TOPOLOGIES),
     link_gbps: float = typer.Option(1.0, help="link rate, Gbit/s (1 Gbit/s = 2^30 bit/s), "
-                                    "0 < rate <= 1000"),
+                                    "1e-6..1000"),
     queues: int = typer.Option(4, help="priority queues (stream, stream-oracle, aalo), 2..8"),
     waves: int = typer.Option(1, help="multi-wave coflows, 1..4 (004 Table 2)"),
     bursty: bool = typer.Option(False, help="every coflow arrives at t=0"),
@@ -109,7 +109,7 @@ def sim(
         raise OptionError(f"--policy: expected one of {', '.join(NAMES)}, got {policy!r}"
                           f"{nearest(policy, NAMES)}")
     topo = parse_topology(topology)
-    number(link_gbps, "--link-gbps", 0.0, 1000.0, low_open=True, unit="Gbit/s")
+    number(link_gbps, "--link-gbps", 1e-6, 1000.0, unit="Gbit/s")
     if not 2 <= queues <= 8:
         raise OptionError(f"--queues: expected 2..8 (004 §III-D), got {queues}")
     if not 1 <= waves <= 4:

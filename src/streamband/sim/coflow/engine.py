@@ -39,7 +39,7 @@ def path_table(wl: Workload, fabric: Fabric) -> tuple[np.ndarray, np.ndarray]:
     max-min rate. A path is the host pair: on the big switch the port pair, on the
     fat-tree the ECMP path hashed on the host pair (004 §IV-B "ECMP ... each flow
     traverses along one path"; hashing the addresses, not the flow id, keeps the table
-    at most hosts^2 long whatever the flow count: the fat-tree speed fix of issue 3)."""
+    at most hosts^2 long whatever the flow count)."""
     key = wl.src * fabric.n_hosts + wl.dst
     ukey, pid = np.unique(key, return_inverse=True)
     links = fabric.paths(ukey // fabric.n_hosts, ukey % fabric.n_hosts, ukey)
