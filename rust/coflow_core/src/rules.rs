@@ -64,18 +64,26 @@ impl Sim {
                 }
             }
             Policy::Baraat => {
-                // FIFO; a heavy coflow lets the next one share its level, whose key is
-                // the rank of the level's first coflow
+                // FIFO; a heavy coflow lets the next one share its level. A level's key
+                // stays what it was while the level does (its first coflow may be gone),
+                // so that only coflows whose level really changes move.
                 let mut v: Vec<(u32, u32)> =
                     self.act_o.iter().map(|&o| (self.inp.c_rank[o as usize], o)).collect();
                 v.sort_unstable();
-                let mut lead: Option<u64> = None;
+                let mut last: Option<u64> = None;
+                let mut prev_heavy = false;
                 for &(rank, o) in &v {
-                    let key = *lead.get_or_insert(rank as u64);
-                    self.move_owner(o as usize, key, t);
-                    if !self.heavy(o as usize, t) {
-                        lead = None;
-                    }
+                    let o = o as usize;
+                    let key = match last {
+                        Some(k) if prev_heavy => k,
+                        _ => {
+                            let k = self.o_key[o];
+                            if k <= rank as u64 && last.is_none_or(|l| k > l) { k } else { rank as u64 }
+                        }
+                    };
+                    self.move_owner(o, key, t);
+                    last = Some(key);
+                    prev_heavy = self.heavy(o, t);
                 }
             }
         }
