@@ -6,17 +6,19 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BASEPY := $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || command -v python3)
 OUT    ?= out
-# rustup's cargo builds the compiled coflow core (rust/coflow_core, PyO3 + maturin)
+# rustup's cargo builds the compiled cores (rust/coflow_core, rust/alloc_core; PyO3 + maturin)
 export PATH := $(HOME)/.cargo/bin:$(PATH)
-RUST   := rust/coflow_core/Cargo.toml rust/coflow_core/pyproject.toml $(wildcard rust/coflow_core/src/*.rs)
+RUST   := rust/coflow_core/Cargo.toml rust/coflow_core/pyproject.toml $(wildcard rust/coflow_core/src/*.rs) \
+          rust/alloc_core/Cargo.toml rust/alloc_core/pyproject.toml $(wildcard rust/alloc_core/src/*.rs)
 
-.PHONY: demo test lint install clean
+.PHONY: demo test lint docs install clean
 
 $(STAMP): pyproject.toml $(RUST)
 	$(BASEPY) -m venv --system-site-packages $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
 	$(PY) -m pip install -q ./rust/coflow_core
+	$(PY) -m pip install -q ./rust/alloc_core
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -30,6 +32,10 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests perf
+	$(PY) -m streamband.docs docs --check
+
+docs: $(STAMP)
+	$(PY) -m streamband.docs docs
 
 clean:
 	rm -rf $(OUT) .pytest_cache build

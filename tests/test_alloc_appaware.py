@@ -10,12 +10,19 @@ from hypothesis import strategies as st
 from scipy.optimize import linprog
 
 from streamband.alloc import POLICIES, appaware, solve_downlink, solve_uplink
-from streamband.alloc.appaware import RHO_EPS, appaware_reference
+from streamband.alloc.appaware import RHO_EPS, appaware_numpy, appaware_reference
 from streamband.alloc.base import AllocProblem, FlowState
 from streamband.alloc.common import bottlenecked_links, entries
 from streamband.model.routing import Router, routing_matrix
-from streamband.model.topology import Topology, star
-from test_alloc_cases import MBIT, assert_feasible, problems
+from streamband.model.topology import Topology, fat_tree, star
+from test_alloc_cases import (
+    MBIT,
+    assert_feasible,
+    int64_index,
+    paper_problems,
+    problems,
+    random_state,
+)
 
 # -- per-link solvers against an LP oracle --------------------------------------------
 
@@ -214,3 +221,49 @@ def test_empty_problem() -> None:
     for entry in POLICIES.values():
         if entry.kind == "loop":
             assert entry.fn(p).shape == (0,)
+
+
+# -- the compiled kernel against the numpy implementation, to the last bit ------------
+
+
+@settings(max_examples=80, deadline=None)
+@given(p=problems, int64=st.booleans(), named=st.one_of(st.none(), st.integers(0, 2**32 - 1)))
+def test_kernel_equals_numpy_to_the_bit(p: AllocProblem, int64: bool, named: int | None) -> None:
+    if named is not None:  # the caller names the bottlenecked links
+        p.bottlenecked = np.random.default_rng(named).random(len(p.capacity)) < 0.5
+    if int64:
+        p.routing = int64_index(p.routing)
+    np.testing.assert_array_equal(appaware(p), appaware_numpy(p))
+
+
+def test_kernel_equals_numpy_on_the_papers_problems() -> None:
+    probs = paper_problems(30.0)
+    assert len(probs) >= 60 and max(p.n_flows for p in probs) >= 10
+    for p in probs:
+        np.testing.assert_array_equal(appaware(p), appaware_numpy(p))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_kernel_equals_numpy_on_a_fat_tree_with_many_rounds(seed: int) -> None:
+    # 3,000 flows on fat_tree(8): backfill takes several rounds, with links cut in them
+    rng = np.random.default_rng(seed)
+    topo = fat_tree(8, 20 * MBIT)
+    h = topo.hosts
+    pairs = [(h[i], h[j]) for i, j in rng.integers(len(h), size=(3000, 2))]
+    r = routing_matrix(Router(topo).paths(pairs), len(topo.links))
+    state = random_state(rng, 3000, 1.0, 20 * MBIT / 8 / 2)
+    p = AllocProblem(r, topo.capacities, topo.kinds, state, 1.0)
+    np.testing.assert_array_equal(appaware(p), appaware_numpy(p))
+
+
+def test_kernel_refuses_inconsistent_inputs() -> None:
+    p = problem(star(3, 20 * MBIT), [("h1", "h2"), ("h1", "h3")], sender_state([2e6, 3e6]))
+    short = FlowState(*(v[:1] for v in (p.state.ls0, p.state.ls1, p.state.lr0, p.state.lr1,
+                                        p.state.sent)))
+    with pytest.raises(ValueError, match="ls0: expected 2 values, got 1"):
+        appaware(AllocProblem(p.routing, p.capacity, p.link_kind, short, p.dt))
+    bad = p.routing.copy()
+    bad.indices = bad.indices.copy()
+    bad.indices[0] = 99  # a link that does not exist
+    with pytest.raises(ValueError, match="outside 0..6"):
+        appaware(AllocProblem(bad, p.capacity, p.link_kind, p.state, p.dt))

@@ -1,6 +1,7 @@
-"""Random allocation problems for the alloc tests: small topologies from
-``streamband.model.topology``, random flow sets routed by ``Router``, random
-flow states (000 §IV-A1) scaled so that some links are bottlenecked."""
+"""Allocation problems for the alloc tests: random ones (small topologies from
+``streamband.model.topology``, random flow sets routed by ``Router``, random flow
+states (000 §IV-A1) scaled so that some links are bottlenecked) and the papers' own
+(captured from the manager loop in simulator runs of 000's and 001's apps)."""
 
 from __future__ import annotations
 
@@ -70,6 +71,36 @@ problems = st.builds(
 )
 
 
+@cache
+def paper_problems(duration_s: float) -> tuple[AllocProblem, ...]:
+    """The allocation problems the manager loop solves for the papers' apps: 001's
+    fork-join (TP1-TP3) and 000's Trending Topics and Trucking IoT (edge and multi-hop,
+    10-20 Mbit/s), captured from fluid-simulator runs of ``duration_s`` under appaware
+    (one problem per Δt; shared, not to be changed). perf/alloc_scale.py times the
+    policies on them too."""
+    from streamband.alloc import appaware
+    from streamband.alloc.registry import POLICIES, PolicyEntry
+    from streamband.backends.sim import sim_config, simulate
+    from streamband.experiments.runner import plan
+    from streamband.experiments.spec import load_spec
+
+    probs: list[AllocProblem] = []
+
+    def capture(p: AllocProblem) -> np.ndarray:
+        probs.append(p)
+        return appaware(p)
+
+    POLICIES["capture"] = PolicyEntry("capture", "loop", capture, "appaware, recorded")
+    try:
+        for name in ("paper-001", "paper-000-tt", "paper-000-ti"):
+            spec = load_spec(name)
+            for case in plan(spec):
+                simulate(case.flowmap, "capture", sim_config(spec, duration_s))
+    finally:
+        del POLICIES["capture"]
+    return tuple(probs)
+
+
 def assert_feasible(p: AllocProblem, x: np.ndarray) -> None:
     """The contract of alloc/base.py."""
     has_link = np.diff(p.routing.indptr) > 0
@@ -88,3 +119,10 @@ def test_random_problems_are_well_formed(p: AllocProblem) -> None:
     assert set(np.unique(p.routing.data)) <= {1.0}
     d = p.demand_bps()
     assert np.all(d >= 0) and np.all(np.isfinite(d))
+
+
+def int64_index(r: sp.csr_matrix) -> sp.csr_matrix:
+    """``r`` with its indices stored as int64 (scipy keeps int32 when they fit)."""
+    out = r.copy()
+    out.indptr, out.indices = r.indptr.astype(np.int64), r.indices.astype(np.int64)
+    return out

@@ -5,13 +5,23 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
+import streamband_alloc_core as kernel
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamband.alloc import maxmin, maxmin_rates
 from streamband.alloc.base import AllocProblem
-from streamband.alloc.maxmin import maxmin_rates_reference
-from test_alloc_cases import MBIT, TOPOLOGIES, assert_feasible, problems, random_routing, topology
+from streamband.alloc.maxmin import maxmin_rates_numpy, maxmin_rates_reference
+from test_alloc_cases import (
+    MBIT,
+    TOPOLOGIES,
+    assert_feasible,
+    int64_index,
+    paper_problems,
+    problems,
+    random_routing,
+    topology,
+)
 
 
 def csr(paths: list[list[int]], n_links: int) -> sp.csr_matrix:
@@ -72,6 +82,15 @@ def test_bad_shapes_raise() -> None:
         maxmin_rates(csr([[0]], 1), np.array([1.0]), np.zeros(2))
 
 
+def test_kernel_refuses_to_write_over_an_input() -> None:
+    r, cap, dem = csr([[0], [0, 1]], 2), np.array([2.0, 3.0]), np.array([5.0, 5.0])
+    out = np.empty(2)
+    kernel.maxmin(r.indptr, r.indices, cap, dem, out)
+    np.testing.assert_allclose(out, [1.0, 1.0])
+    with pytest.raises(ValueError, match="out: shares memory with an input"):
+        kernel.maxmin(r.indptr, r.indices, cap, dem, dem)
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),
@@ -108,3 +127,34 @@ def test_many_equal_levels_freeze_together() -> None:
     r = csr(paths, 20)
     x = maxmin_rates(r, np.full(20, 20.0), np.full(200, np.inf))
     np.testing.assert_allclose(x, 1.0)
+
+
+# -- the compiled kernel against the numpy implementation, to the last bit ------------
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    name=st.sampled_from(TOPOLOGIES),
+    n=st.integers(1, 60),
+    odd=st.sampled_from([0.0, 0.1, 0.5]),
+)
+def test_kernel_equals_numpy_to_the_bit(seed: int, name: str, n: int, odd: float) -> None:
+    rng = np.random.default_rng(seed)
+    topo, _ = topology(name)
+    r = random_routing(rng, name, n)
+    cap = topo.capacities * rng.uniform(0.2, 1.0, len(topo.links))
+    cap[rng.random(len(cap)) < odd / 4] = np.inf
+    dem = rng.uniform(0, 15 * MBIT, n)
+    for value in (np.inf, 0.0, np.nan, -1.0):  # greedy, idle, unknown, nonsense
+        dem[rng.random(n) < odd] = value
+    for routing in (r, int64_index(r)):
+        with np.errstate(invalid="ignore"):  # inf - inf on an infinite link, in both
+            want = maxmin_rates_numpy(routing, cap, dem)
+        np.testing.assert_array_equal(maxmin_rates(routing, cap, dem), want)
+
+
+def test_kernel_equals_numpy_on_the_papers_problems() -> None:
+    for p in paper_problems(30.0):
+        d = p.demand_bps()
+        np.testing.assert_array_equal(maxmin(p), maxmin_rates_numpy(p.routing, p.capacity, d))

@@ -12,12 +12,14 @@ from __future__ import annotations
 import functools
 import math
 import os
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import typer
+from typer.core import TyperGroup
 
 from streamband.errors import OptionError, StreambandError
 
@@ -39,11 +41,45 @@ def _guarded(f: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
+class OneLineGroup(TyperGroup):
+    """A command group whose usage errors (an unknown option, a value of the wrong
+    type) are one line on stderr too, with click's exit code (2)."""
+
+    def main(self, args: Any = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True,
+             **extra: Any) -> Any:
+        try:
+            rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var,
+                              standalone_mode=False, **extra)
+        except typer.Abort:
+            typer.echo("aborted", err=True)
+            if not standalone_mode:
+                raise
+            sys.exit(1)
+        except typer.TyperException as err:  # click's usage errors (vendored by Typer)
+            if type(err).__name__ == "NoArgsIsHelpError":  # the help was asked for, and shown
+                if not standalone_mode:
+                    return 0
+                sys.exit(0)
+            ctx = getattr(err, "ctx", None)
+            where = f"{ctx.command_path}: " if ctx is not None else ""
+            fmt = getattr(err, "format_message", None)
+            message = fmt() if fmt is not None else str(err)
+            typer.echo(f"error: {where}{' '.join(message.split())}", err=True)
+            if not standalone_mode:
+                raise
+            sys.exit(getattr(err, "exit_code", 2))
+        if not standalone_mode:
+            return rv
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
 class App(typer.Typer):
     """A Typer app whose commands (and callback) end with one line and exit 2 on a
-    :class:`StreambandError`."""
+    :class:`StreambandError`, and whose usage errors are one line too."""
 
     def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("cls", OneLineGroup)
         kwargs.setdefault("add_completion", False)
         kwargs.setdefault("pretty_exceptions_show_locals", False)
         super().__init__(**kwargs)

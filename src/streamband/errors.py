@@ -30,6 +30,7 @@ streamband.errors.SpecError: spec.yaml: sim.warmup_s: expected less than duratio
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -108,8 +109,7 @@ def one_line(err: ValidationError, source: str = "", root: type[BaseModel] | Non
         msg = f"unknown key, expected one of {', '.join(known)}{nearest(key, known)}"
         got = None
     elif e["type"] == "literal_error" and got is not None:
-        msg += nearest(str(got), [x.strip("'") for x in
-                                  str(e.get("ctx", {}).get("expected", "")).split(" or ")])
+        msg += nearest(str(got), re.findall(r"'([^']*)'", str(e.get("ctx", {}).get("expected"))))
     shown = ("" if isinstance(got, dict | list) or got is None
              else f" (got {str(got)[:60]!r})" if isinstance(got, str) else f" (got {got!r})")
     where = f"{source}: " if source else ""

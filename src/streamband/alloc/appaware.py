@@ -6,8 +6,11 @@ internal links scale their flows down when over capacity (lines 24-29). Flows in
 no bottlenecked link keep their demand. A final scale-down makes R·x <= C hold on
 every link, then the leftover capacity of the bottlenecked links is backfilled.
 
-Both per-link problems are solved for all links at once, grouped over the CSR
-nonzeros of R (``solve_uplink``/``solve_downlink`` are the one-link views).
+:func:`appaware` runs the compiled kernel (``rust/alloc_core``); :func:`appaware_numpy`
+is the same computation in numpy, its reference (equal to the last bit), where both
+per-link problems are solved for all links at once, grouped over the CSR nonzeros of R
+(``solve_uplink``/``solve_downlink`` are the one-link views); :func:`appaware_reference`
+reads Algorithm 1 literally, a loop over links.
 
 Units: rates bit/s, backlogs and volumes bytes, Δt seconds.
 """
@@ -15,15 +18,18 @@ Units: rates bit/s, backlogs and volumes bytes, Δt seconds.
 from __future__ import annotations
 
 import numpy as np
+import streamband_alloc_core as kernel  # built by `pip install ./rust/alloc_core`
 
 from streamband.alloc.base import DOWNLINK, INTERNAL, UPLINK, AllocProblem
 from streamband.alloc.common import (
     backfill,
     bottlenecked_links,
+    csr_index,
     enforce_capacity,
     entries,
     finish,
     flow_min,
+    given_bottlenecked,
 )
 
 #: ρ_f <= 0 (the receiver consumed nothing) is replaced by RHO_EPS x the largest ρ on
@@ -115,7 +121,27 @@ def solve_downlink(
 
 
 def appaware(p: AllocProblem) -> np.ndarray:
-    """000 Algorithm 1 (lines 17-29) then the backfill pass of 000 §VI-C."""
+    """000 Algorithm 1 (lines 17-29) then the backfill pass of 000 §VI-C, in the compiled
+    kernel; the result equals :func:`appaware_numpy`'s."""
+    indptr, indices = csr_index(p.routing)
+    cap = np.ascontiguousarray(p.capacity, float)
+    kind = np.asarray(p.link_kind)
+    if kind.dtype != np.int8:  # any other value is no kind, as in ``kind == UPLINK``
+        kind = np.where(np.isin(kind, (UPLINK, DOWNLINK, INTERNAL)), kind, -1).astype(np.int8)
+    bott = None
+    if p.bottlenecked is not None:
+        bott = np.ascontiguousarray(given_bottlenecked(p.bottlenecked, len(cap))).view(np.uint8)
+    s = p.state
+    f64 = [np.ascontiguousarray(v, float) for v in (s.ls0, s.ls1, s.lr0, s.lr1, s.sent)]
+    out = np.empty(p.n_flows)
+    kernel.appaware(indptr, indices, cap, np.ascontiguousarray(kind), *f64, float(p.dt), bott,
+                    out)
+    return out
+
+
+def appaware_numpy(p: AllocProblem) -> np.ndarray:
+    """000 Algorithm 1 (lines 17-29) then the backfill pass of 000 §VI-C, in numpy: the
+    reference of :func:`appaware` (and the baseline of perf/alloc_scale.py)."""
     e = entries(p.routing)
     cap = np.asarray(p.capacity, float)
     s = p.state
@@ -159,7 +185,7 @@ def appaware(p: AllocProblem) -> np.ndarray:
 def appaware_reference(p: AllocProblem) -> np.ndarray:
     """Algorithm 1 read literally: a Python loop over the bottlenecked links calling
     the one-link solvers (lines 17-29), then the same capacity cap and backfill.
-    A test oracle and the benchmark's baseline for :func:`appaware`."""
+    A test oracle for :func:`appaware`."""
     r = p.routing.tocsc()
     s, dt = p.state, p.dt
     demand = p.demand_bps()

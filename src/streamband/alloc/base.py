@@ -1,4 +1,4 @@
-"""The one interface every allocation policy implements (ARCHITECTURE: alloc/).
+"""The one interface every allocation policy implements.
 
 A policy is a pure function ``AllocProblem -> rates`` (bit/s per flow). It sees
 the flows' links (the routing matrix R of 000 eq. 1a), the links' allocatable

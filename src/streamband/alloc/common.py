@@ -5,6 +5,10 @@ the backfill pass of 000 §VI-C.
 Everything works on the nonzeros of the CSR routing matrix, kept in CSR order
 (sorted by flow), so per-flow reductions are ``np.minimum.reduceat`` and per-link
 sums are ``np.bincount``: no Python loop over flows or links.
+
+``appaware`` and ``maxmin`` run in the compiled kernel ``streamband_alloc_core``
+(``rust/alloc_core``), which takes R as it is stored (:func:`csr_index`); the numpy
+functions here stay the reference it equals to the last bit.
 """
 
 from __future__ import annotations
@@ -41,6 +45,16 @@ class Entries:
         return np.bincount(self.cols[mask], weights=x[self.rows[mask]], minlength=self.n_links)
 
 
+def csr_index(routing: sp.spmatrix | sp.sparray) -> tuple[np.ndarray, np.ndarray]:
+    """R's ``indptr`` and ``indices`` as the compiled kernel takes them: contiguous, one
+    dtype, int32 or int64 (scipy's own arrays, not copied, when they already are)."""
+    r = routing if sp.issparse(routing) and routing.format == "csr" else sp.csr_matrix(routing)
+    indptr, indices = r.indptr, r.indices
+    if indptr.dtype != indices.dtype or indptr.dtype not in (np.int32, np.int64):
+        indptr, indices = indptr.astype(np.int64), indices.astype(np.int64)
+    return np.ascontiguousarray(indptr), np.ascontiguousarray(indices)
+
+
 def entries(routing: sp.spmatrix | sp.sparray) -> Entries:
     """The nonzeros of the (binary) routing matrix R, flow-sorted."""
     r = routing if sp.isspmatrix_csr(routing) else sp.csr_matrix(routing)
@@ -68,13 +82,18 @@ def bottlenecked_links(
     """(L,) bool: ``given`` if the caller knows, else links whose flows' demands sum to at
     least ``BOTTLENECK_FRAC`` of capacity (000 Algorithm 1, line 11: ω^b, φ^b, ϕ^b)."""
     if given is not None:
-        b = np.asarray(given, bool)
-        if b.shape != (e.n_links,):
-            raise ValueError(
-                f"bottlenecked: expected one bool per link ({e.n_links}), got shape {b.shape}"
-            )
-        return b
+        return given_bottlenecked(given, e.n_links)
     return e.link_sum(demand_bps) >= capacity * BOTTLENECK_FRAC
+
+
+def given_bottlenecked(given: np.ndarray, n_links: int) -> np.ndarray:
+    """(L,) bool: the caller's bottlenecked links, checked to be one flag per link."""
+    b = np.asarray(given, bool)
+    if b.shape != (n_links,):
+        raise ValueError(
+            f"bottlenecked: expected one bool per link ({n_links}), got shape {b.shape}"
+        )
+    return b
 
 
 def enforce_capacity(e: Entries, capacity: np.ndarray, x: np.ndarray) -> np.ndarray:

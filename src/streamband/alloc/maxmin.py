@@ -13,16 +13,19 @@ flows see elsewhere (their other links' levels and their demands) saturates at
 exactly that level: it and all links like it freeze in the same round. A flow
 whose demand is below all its links' levels freezes at its demand. The global
 minimum always qualifies, so every round makes progress; random instances take
-a few tens of rounds, each O(active nonzeros) in numpy.
+a few tens of rounds, each O(active nonzeros). The rounds run in the compiled kernel
+(``rust/alloc_core``); :func:`maxmin_rates_numpy` is the same rounds in numpy, its
+reference (equal to the last bit).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+import streamband_alloc_core as kernel  # built by `pip install ./rust/alloc_core`
 
 from streamband.alloc.base import AllocProblem
-from streamband.alloc.common import entries, finish
+from streamband.alloc.common import csr_index, entries, finish
 
 _TIE = 1e-12  # relative slack when comparing levels, so equal levels freeze together
 
@@ -34,14 +37,35 @@ def maxmin_rates(
     on links of ``capacity`` (bit/s), each flow capped at ``demand`` (bit/s, may be
     ``np.inf``: greedy). Flows crossing no link get ``np.inf``.
     """
-    e = entries(routing)
-    n_flows, n_links = e.n_flows, e.n_links
+    n_flows, n_links = routing.shape
+    capacity, demand = _checked(n_flows, n_links, capacity, demand)
+    indptr, indices = csr_index(routing)
+    out = np.empty(n_flows)
+    kernel.maxmin(indptr, indices, np.ascontiguousarray(capacity),
+                  np.ascontiguousarray(demand), out)
+    return out
+
+
+def _checked(
+    n_flows: int, n_links: int, capacity: np.ndarray, demand: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     capacity = np.asarray(capacity, float)
     demand = np.asarray(demand, float)
     if demand.shape != (n_flows,):
         raise ValueError(f"demand: expected {n_flows} values, got shape {demand.shape}")
     if capacity.shape != (n_links,):
         raise ValueError(f"capacity: expected {n_links} values, got shape {capacity.shape}")
+    return capacity, demand
+
+
+def maxmin_rates_numpy(
+    routing: sp.spmatrix | sp.sparray, capacity: np.ndarray, demand: np.ndarray
+) -> np.ndarray:
+    """:func:`maxmin_rates` in numpy: its reference (and the baseline of
+    perf/alloc_scale.py)."""
+    e = entries(routing)
+    n_flows, n_links = e.n_flows, e.n_links
+    capacity, demand = _checked(n_flows, n_links, capacity, demand)
     rates = np.zeros(n_flows)
     resid = capacity.copy()
     rows, cols = e.rows, e.cols
@@ -85,7 +109,7 @@ def maxmin_rates_reference(
     routing: sp.spmatrix | sp.sparray, capacity: np.ndarray, demand: np.ndarray
 ) -> np.ndarray:
     """Textbook progressive filling, one water level at a time (slow; the oracle
-    for tests and the baseline for bench/alloc_scale.py).
+    for tests).
 
     All unfrozen flows rise together; at each step the next event is the lowest
     link saturation level or the lowest demand; the flows it concerns freeze.

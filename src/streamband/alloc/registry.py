@@ -21,13 +21,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
+
 from streamband.alloc.appaware import appaware
-from streamband.alloc.base import Policy
+from streamband.alloc.base import AllocProblem, Policy
 from streamband.alloc.maxmin import maxmin
 from streamband.alloc.weighted import weighted
 from streamband.errors import SpecError, nearest
 
 PolicyKind = Literal["per-step", "static", "search", "loop"]
+
+
+def uncapped(problem: AllocProblem) -> np.ndarray:
+    """No cap on any flow (``np.inf``): the loop runs, the network shares as TCP does."""
+    return np.full(problem.n_flows, np.inf)
 
 
 @dataclass(frozen=True)
@@ -51,6 +58,8 @@ POLICIES: dict[str, PolicyEntry] = {e.name: e for e in (
     PolicyEntry("appaware", "loop", appaware, "000 Algorithm 1: problems (3) and (4), "
                 "internal-link scaling, backfill (§VI-C)"),
     PolicyEntry("weighted", "loop", weighted, "001 §III-D: rates proportional to tuple sizes"),
+    PolicyEntry("observe", "loop", uncapped, "the manager loop observes and logs but caps "
+                "nothing (plain TCP; a control: a bench's checks must fail for it)"),
 )}
 
 

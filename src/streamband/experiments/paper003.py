@@ -160,7 +160,7 @@ def compare(res: dict) -> Comparison:
 
 
 def summary(res: dict) -> dict:
-    """The acceptance figures of issue 4."""
+    """The acceptance figures of the reproduction (003 §4)."""
     f7 = [r for r in res["fig7"] if r["locality_param"] == 0.6 and r["padding"] == 12288]
     hash_loc = {r["n"]: r["locality"]["hash"] for r in f7}
     la_loc = {r["n"]: r["locality"]["locality_aware"] for r in f7}

@@ -156,6 +156,9 @@ class ExperimentSpec(_Strict):
             if p not in POLICIES:
                 raise ValueError(f"policies[{i}]: unknown policy {p!r}, expected one of "
                                  f"{', '.join(POLICIES)}{nearest(p, POLICIES)}")
+            if POLICIES[p].kind == "static":
+                raise ValueError(f"policies[{i}]: {p!r} needs fixed caps (the sweep's probes "
+                                 f"use it); expected tcp, sweep or a manager-loop policy")
         if len(set(self.policies)) != len(self.policies):
             raise ValueError("policies: each policy at most once")
         names = [n.name for n in self.networks]

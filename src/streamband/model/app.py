@@ -31,21 +31,28 @@ class _Strict(BaseModel):
 class KeyDistribution(_Strict):
     """Key frequencies of a fields grouping: uniform or Zipf(s) over ``keys`` keys."""
 
-    kind: Literal["uniform", "zipf"] = "uniform"
-    keys: int = Field(1000, ge=1)
-    s: float = Field(1.0, ge=0)
+    kind: Literal["uniform", "zipf"] = Field("uniform", description="uniform or Zipf(s)")
+    keys: int = Field(1000, ge=1, le=10_000_000, description="number of distinct keys")
+    s: float = Field(1.0, ge=0, le=100, allow_inf_nan=False, description="Zipf exponent")
 
 
 class Operator(_Strict):
-    name: str = Field(min_length=1)
-    kind: OperatorKind
-    parallelism: int = Field(1, ge=1)
-    rate_tps: float | None = Field(None, gt=0, description="source: tuples/s in all")
-    selectivity: float = Field(1.0, ge=0)
-    join_mode: Literal["all", "latest"] = "all"
-    primary: str | None = None
-    window_s: float | None = Field(None, gt=0)
-    window_count: int | None = Field(None, ge=1)
+    """An operator of the DAG and its instances (kind-specific fields as noted)."""
+
+    name: str = Field(min_length=1, description="the operator's name")
+    kind: OperatorKind = Field(description="source, map, join, window or sink")
+    parallelism: int = Field(1, ge=1, le=10_000, description="number of instances")
+    rate_tps: float | None = Field(None, gt=0, allow_inf_nan=False,
+                                   description="source: tuples/s emitted by all its instances")
+    selectivity: float = Field(1.0, ge=0, allow_inf_nan=False,
+                               description="map: output tuples per input tuple")
+    join_mode: Literal["all", "latest"] = Field(
+        "all", description="join: 'all' (one tuple of every input) or 'latest' (each primary "
+        "tuple with the latest record of the others)")
+    primary: str | None = Field(None, description="latest-mode join: the primary input operator")
+    window_s: float | None = Field(None, gt=0, allow_inf_nan=False,
+                                   description="time window: seconds of event time per firing")
+    window_count: int | None = Field(None, ge=1, description="count window: arrivals per firing")
     emit: int = Field(1, ge=1, description="window: tuples emitted per firing")
 
     @model_validator(mode="after")
@@ -58,24 +65,28 @@ class Operator(_Strict):
 
 
 class Edge(_Strict):
-    src: str
-    dst: str
-    grouping: GroupingKind = "shuffle"
-    tuple_bytes: float = Field(gt=0)
-    keys: KeyDistribution | None = None
+    """A stream between two operators: tuples of a fixed size under a grouping."""
+
+    src: str = Field(description="the sending operator")
+    dst: str = Field(description="the receiving operator")
+    grouping: GroupingKind = Field("shuffle", description="shuffle, fields, global, all or "
+                                   "local_or_shuffle (000 §II-A3)")
+    tuple_bytes: float = Field(gt=0, allow_inf_nan=False, description="bytes per tuple")
+    keys: KeyDistribution | None = Field(None, description="fields grouping: the key "
+                                         "distribution (default uniform)")
 
 
 class App(_Strict):
     """A validated application DAG."""
 
-    name: str = Field(min_length=1)
-    operators: list[Operator]
+    name: str = Field(min_length=1, description="the application's name")
+    operators: list[Operator] = Field(min_length=1)
     edges: list[Edge]
     throughput_at: list[str] | None = Field(
         None, description="operators whose processed tuples/s is the app throughput "
         "(default: the operators without outgoing edges)"
     )
-    notes: str = ""
+    notes: str = Field("", description="what the spec chose and why (shown in the report)")
 
     @model_validator(mode="after")
     def _dag(self) -> App:

@@ -73,18 +73,24 @@ class NetworkSpec(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid")
-    topology: TopologyKind = "star"
-    hosts: list[str] | int | None = None
-    master: bool = False
-    racks: int = Field(4, ge=1, le=1024)
-    hosts_per_rack: int = Field(2, ge=1, le=1024)
-    cores: int = Field(2, ge=1, le=1024)
-    k: int = Field(4, ge=2, le=128)
-    leaves: int = Field(2, ge=1, le=1024)
-    spines: int = Field(2, ge=1, le=1024)
-    hosts_per_leaf: int = Field(2, ge=1, le=1024)
-    link_mbps: float = Field(1000.0, gt=0, allow_inf_nan=False)
-    internal_mbps: float | None = Field(None, gt=0, allow_inf_nan=False)
+    topology: TopologyKind = Field("star", description="star, two_tier, fat_tree, leaf_spine "
+                                   "or big_switch")
+    hosts: list[str] | int | None = Field(
+        None, description="star, big_switch, two_tier: a number of hosts or their names "
+        "(default 8 for a star, named w1..wN; racks x hosts_per_rack for a two-tier)")
+    master: bool = Field(False, description="star: add a host 'master' first")
+    racks: int = Field(4, ge=1, le=1024, description="two_tier: racks")
+    hosts_per_rack: int = Field(2, ge=1, le=1024, description="two_tier: hosts per rack")
+    cores: int = Field(2, ge=1, le=1024, description="two_tier: core switches")
+    k: int = Field(4, ge=2, le=128, description="fat_tree: arity (even)")
+    leaves: int = Field(2, ge=1, le=1024, description="leaf_spine: leaves")
+    spines: int = Field(2, ge=1, le=1024, description="leaf_spine: spines")
+    hosts_per_leaf: int = Field(2, ge=1, le=1024, description="leaf_spine: hosts per leaf")
+    link_mbps: float = Field(1000.0, gt=0, allow_inf_nan=False,
+                             description="host link capacity, Mbit/s")
+    internal_mbps: float | None = Field(None, gt=0, allow_inf_nan=False,
+                                        description="switch-to-switch link capacity, Mbit/s "
+                                        "(default: link_mbps)")
 
     @model_validator(mode="after")
     def _shape(self) -> NetworkSpec:

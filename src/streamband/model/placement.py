@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import itertools
 import random as _random
+import re
 
-from streamband.errors import SpecError
-from streamband.model.app import App, split_instance
+from streamband.errors import SpecError, nearest
+from streamband.model.app import App
 from streamband.model.topology import Topology
 
 
@@ -47,13 +48,18 @@ def explicit(app: App, hosts: list[str], mapping: dict[str, str]) -> dict[str, s
                 f"placement.map[{key!r}]: unknown host {host!r}, expected one of {hosts}"
             )
         if "[" in key:
-            op, idx = split_instance(key)
-            if op not in {o.name for o in app.operators} or idx >= app.op(op).parallelism:
-                raise PlacementError(f"placement.map[{key!r}]: no such instance")
+            m = re.fullmatch(r"(.+)\[(\d+)\]", key)
+            op, idx = (m.group(1), int(m.group(2))) if m else (key, -1)
+            if m is None or op not in {o.name for o in app.operators} \
+                    or idx >= app.op(op).parallelism:
+                raise PlacementError(f"placement.map[{key!r}]: no such instance, expected "
+                                     f"OPERATOR[i] with i below the operator's parallelism")
             out[key] = host
         else:
             if key not in {o.name for o in app.operators}:
-                raise PlacementError(f"placement.map[{key!r}]: no such operator")
+                names = [o.name for o in app.operators]
+                raise PlacementError(f"placement.map[{key!r}]: no such operator, expected one "
+                                     f"of {', '.join(names)}{nearest(key, names)}")
             for i in range(app.op(key).parallelism):
                 out.setdefault(f"{key}[{i}]", host)
     missing = [iid for iid in app.instances() if iid not in out]

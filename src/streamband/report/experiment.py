@@ -4,7 +4,6 @@ latency in seconds."""
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -51,9 +50,10 @@ LEGEND = {
     "dropped": "tuples lost to bounded queues (0 with the papers' unbounded queues)",
 }
 
-#: distinguishable styles for many lines: 10 colours x 4 dash patterns
-LINE_STYLES = [{"color": c, "ls": ls} for ls, c in itertools.product(
-    ("-", "--", ":", "-."), plt.get_cmap("tab10").colors)]
+#: distinguishable styles for many lines: 10 colours x 4 dash patterns, the pattern
+#: changing from one line to the next, so lines that coincide stay visible
+LINE_STYLES = [{"color": plt.get_cmap("tab10").colors[k % 10],
+                "ls": ("-", "--", ":", "-.")[(k + k // 10) % 4]} for k in range(40)]
 
 CASE = ("app", "placement", "network", "bandwidth_mbps")
 
@@ -153,14 +153,14 @@ def add_runs(report: Report, title: str, rows: Sequence[dict], series: dict, slu
 def add_rates(report: Report, name: str, caption: str, per_policy: dict[str, Any]) -> None:
     """One panel per policy (shared y-axis), one line per external flow, the legend
     outside the axes; ``per_policy`` maps a policy to a RunRecord."""
-    fig, axes = plt.subplots(1, len(per_policy), figsize=(3.6 * len(per_policy) + 2.0, 3.4),
+    fig, axes = plt.subplots(1, len(per_policy), figsize=(3.2 * len(per_policy) + 1.6, 3.4),
                              squeeze=False, sharey=True)
     handles: dict[str, Any] = {}
     for ax, (pol, rec) in zip(axes[0], per_policy.items(), strict=True):
         k = 0
         for j, fid in enumerate(rec.flow_ids):
             if rec.external[j] and len(rec.times):
-                (line,) = ax.plot(rec.times, rec.rates_mbps[:, j], lw=1.2, **LINE_STYLES[
+                (line,) = ax.plot(rec.times, rec.rates_mbps[:, j], lw=1.6, **LINE_STYLES[
                     k % len(LINE_STYLES)])
                 handles.setdefault(fid, line)
                 k += 1

@@ -24,9 +24,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 #: readable defaults for every figure of every report
-plt.rcParams.update({"font.size": 10, "axes.titlesize": 10, "axes.labelsize": 10,
-                     "legend.fontsize": 8, "axes.grid": True, "grid.alpha": 0.3,
-                     "figure.dpi": 100})
+plt.rcParams.update({"font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11,
+                     "xtick.labelsize": 10, "ytick.labelsize": 10, "legend.fontsize": 9,
+                     "axes.grid": True, "grid.alpha": 0.3, "figure.dpi": 100})
 
 
 @dataclass
@@ -49,13 +49,18 @@ class Report:
         """A table; ``legend`` defines its columns (shown under it)."""
         def cell(v: Any) -> str:
             if isinstance(v, bool):
-                return "yes" if v else "NO"
+                return "<td>yes</td>" if v else "<td class='no'>NO</td>"
             if isinstance(v, float):
-                return "-" if math.isnan(v) else f"{v:.4g}"
-            return html.escape("-" if v is None else str(v))
+                return f"<td>{'-' if math.isnan(v) else f'{v:.4g}'}</td>"
+            if isinstance(v, int):
+                return f"<td>{v}</td>"
+            text = "-" if v is None else str(v)
+            numeric = text.replace(".", "", 1).replace("-", "", 1).replace("+", "", 1)
+            cls = "" if numeric.rstrip("%").strip().isdigit() else " class='t'"
+            return f"<td{cls}>{html.escape(text)}</td>"
 
         head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-        body = "".join("<tr>" + "".join(f"<td>{cell(v)}</td>" for v in r) + "</tr>" for r in rows)
+        body = "".join("<tr>" + "".join(cell(v) for v in r) + "</tr>" for r in rows)
         self.parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
         if legend:
             items = "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>"
@@ -79,7 +84,8 @@ class Report:
             "body{font-family:sans-serif;max-width:1200px;margin:2em auto;line-height:1.4}"
             "table{border-collapse:collapse;margin:1em 0;font-size:0.9em}"
             "td,th{border:1px solid #999;padding:3px 8px;text-align:right;}"
-            "th{background:#eee;} img{max-width:100%;} figure{margin:1.5em 0}"
+            "th{background:#eee;} td.t{text-align:left} td.no{color:#b00;font-weight:bold}"
+            "img{max-width:100%;} figure{margin:1.5em 0}"
             "figcaption{font-size:0.9em;color:#333}"
             "dl.legend{font-size:0.85em;color:#333;display:grid;"
             "grid-template-columns:max-content auto;gap:0 1em}"

@@ -94,11 +94,16 @@ def create_api(osken: StreambandApp, token: str | None = None) -> FastAPI:
 
     @api.get("/v1/health", dependencies=[Depends(auth)])
     def health() -> dict[str, Any]:
+        """The connected switches (dpids), the managed flows, meters expired so far."""
         return {"switches": sorted(osken.datapaths), "flows": len(osken.flows),
                 "expired_total": osken.expired_total, "time": time.time()}
 
     @api.put("/v1/meters", dependencies=[Depends(auth)])
     def put_meters(batch: MeterBatch) -> dict[str, Any]:
+        """One allocation: bind each listed flow to a meter at its rate (null or
+        infinite: count it without a meter), carrying a lease of ``lease_s`` seconds
+        (the manager uses 3 Δt); ``replace`` drops managed flows not listed. When a lease
+        runs out the flow's meter goes and it shares as plain TCP (fail-open)."""
         items = []
         for m in batch.meters:
             rate = None if m.rate_bps is None or math.isinf(m.rate_bps) else m.rate_bps
@@ -107,14 +112,17 @@ def create_api(osken: StreambandApp, token: str | None = None) -> FastAPI:
 
     @api.get("/v1/meters", dependencies=[Depends(auth)])
     def get_meters() -> list[dict[str, Any]]:
+        """Every managed flow: its key, meter rate, lease expiry and counters."""
         return osken.flow_list()
 
     @api.delete("/v1/meters", dependencies=[Depends(auth)])
     def delete_meters() -> dict[str, int]:
+        """Remove every managed flow and its meter."""
         return {"removed": run(osken.delete_flows, None)}
 
     @api.delete("/v1/meters/{flow_id}", dependencies=[Depends(auth)])
     def delete_meter(flow_id: int) -> dict[str, int]:
+        """Remove one managed flow (404 if there is none with that id)."""
         n = run(osken.delete_flows, [flow_id])
         if not n:
             raise HTTPException(404, f"no managed flow {flow_id}")
@@ -128,6 +136,7 @@ def create_api(osken: StreambandApp, token: str | None = None) -> FastAPI:
 
     @api.get("/v1/hosts", dependencies=[Depends(auth)])
     def get_hosts() -> dict[str, int]:
+        """Host IP -> the dpid of its edge switch."""
         return dict(osken.hosts)
 
     @api.put("/v1/classes", dependencies=[Depends(auth)])
@@ -142,6 +151,7 @@ def create_api(osken: StreambandApp, token: str | None = None) -> FastAPI:
 
     @api.get("/v1/classes", dependencies=[Depends(auth)])
     def get_classes() -> list[dict[str, Any]]:
+        """Every port's class assignments with their lease expiry."""
         return osken.priorities.listing()
 
     @api.get("/v1/classes/{port}/bytes", dependencies=[Depends(auth)])
@@ -159,6 +169,7 @@ def create_api(osken: StreambandApp, token: str | None = None) -> FastAPI:
 
     @api.post("/v1/lease", dependencies=[Depends(auth)])
     def renew(lease: Lease) -> dict[str, int]:
+        """Renew every meter's and class's lease for ``lease_s`` seconds."""
         return {"renewed": osken.renew(lease.lease_s)}
 
     @api.get("/v1/ports", dependencies=[Depends(auth)])
@@ -170,6 +181,8 @@ def create_api(osken: StreambandApp, token: str | None = None) -> FastAPI:
 
     @api.get("/v1/flows", dependencies=[Depends(auth)])
     def flows(fresh: bool = False) -> list[dict[str, Any]]:
+        """Per managed flow: counters and rate over the last poll; ``fresh`` reads
+        the switches now."""
         if fresh:
             run(osken.poll)
         return osken.flow_list()

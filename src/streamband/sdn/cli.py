@@ -6,7 +6,11 @@ import os
 
 import typer
 
-from streamband.sdn.server import ListenError, serve
+from streamband.command import number
+from streamband.errors import OptionError, nearest
+from streamband.sdn.server import serve
+
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 def controller(
@@ -17,19 +21,22 @@ def controller(
     ),
     poll: float = typer.Option(1.0, help="statistics poll interval, seconds"),
     burst: float = typer.Option(0.0, help="meter burst as seconds of rate (0: default)"),
-    log_level: str = typer.Option("WARNING", help="logging level"),
+    log_level: str = typer.Option("WARNING", help="logging level: " + ", ".join(LEVELS)),
 ) -> None:
     """Run the controller of 000 §V-B: meters with leases, link statistics, HTTP API."""
-    if poll <= 0:
-        typer.echo("error: --poll: expected a positive number of seconds", err=True)
-        raise typer.Exit(2)
-    try:
-        serve(listen, openflow, token or os.environ.get("STREAMBAND_API_TOKEN") or None,
-              poll, burst or None, log_level)
-    except ListenError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+    number(poll, "--poll", 0.0, 3600.0, low_open=True, unit="s")
+    number(burst, "--burst", 0.0, 60.0, unit="s of rate")
+    if log_level.upper() not in LEVELS:
+        raise OptionError(f"--log-level: expected one of {', '.join(LEVELS)}, got "
+                          f"{log_level!r}{nearest(log_level.upper(), LEVELS)}")
+    serve(listen, openflow, token or os.environ.get("STREAMBAND_API_TOKEN") or None,
+          poll, burst or None, log_level.upper())
 
 
 def main() -> None:
-    typer.run(controller)
+    """``python -m streamband.sdn``: the controller alone, errors as one line."""
+    from streamband.command import App
+
+    app = App()
+    app.command()(controller)
+    app()

@@ -31,7 +31,7 @@ port with no listed flow left gets its single HTB class back, so a crashed
 manager leaves plain sharing behind, not a stale priority order.
 
 Why not OVS queues: on this machine OVS runs the userspace datapath (no kernel
-module, MACHINE-NOTES). ``ovs-vsctl set port P qos=@q ... type=linux-htb`` with
+module: checked on this machine kind). ``ovs-vsctl set port P qos=@q ... type=linux-htb`` with
 two queues (``priority`` 0 and 7) *does* build an HTB tree on the netdev port,
 and flow rules with ``set_queue:N`` match (their counters move), but every packet
 lands in queue 0's class: the userspace datapath sends through an AF_PACKET

@@ -1,7 +1,7 @@
 """Start the controller process: os-ken's app manager with
 :class:`~streamband.sdn.app.StreambandApp`, and the HTTP API in a thread.
 
-os-ken 4.x has no packaged entry point; this follows its ``run_apps`` (MACHINE-NOTES).
+os-ken 4.x has no packaged entry point; this follows its ``run_apps``.
 """
 
 from __future__ import annotations

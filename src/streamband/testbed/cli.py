@@ -12,7 +12,8 @@ from pathlib import Path
 
 import typer
 
-from streamband.command import App
+from streamband.command import App, out_file
+from streamband.errors import PreconditionError
 from streamband.testbed.clean import clean as clean_all
 from streamband.testbed.clean import leftovers
 from streamband.testbed.registry import RUN_DIR, marked_env, read_state
@@ -29,7 +30,7 @@ def _fail(msg: str, code: int = 2) -> None:
 
 def _need_root() -> None:
     if os.geteuid() != 0:
-        _fail("the testbed needs root (network namespaces, Open vSwitch)")
+        raise PreconditionError("the testbed needs root (network namespaces, Open vSwitch)")
 
 
 def _alive(pid: int | None) -> bool:
@@ -43,6 +44,16 @@ def _alive(pid: int | None) -> bool:
 
 
 @app.command()
+def check(spec: str = typer.Argument(..., help="YAML file or KIND[:key=val,...]")) -> None:
+    """Validate a testbed spec and show the network it describes; starts nothing."""
+    parsed = load_spec(spec)
+    topo = parsed.build()
+    typer.echo(f"{parsed.topology}: {len(topo.hosts)} hosts ({', '.join(topo.hosts)}), "
+               f"{len(topo.switches)} switches, {len(topo.links)} links, host links "
+               f"{parsed.link_mbps:g} Mbit/s; controller API {parsed.api}")
+
+
+@app.command()
 def up(spec: str = typer.Argument(..., help="YAML file or KIND[:key=val,...]"),
        timeout: float = typer.Option(120.0, help="seconds to wait for the testbed")) -> None:
     """Start a testbed in the background (`down` stops it)."""
@@ -50,7 +61,8 @@ def up(spec: str = typer.Argument(..., help="YAML file or KIND[:key=val,...]"),
     _need_root()
     st = read_state()
     if st and _alive(st.get("pid")):
-        _fail(f"a testbed is already up (pid {st['pid']}); run `streamband testbed down`")
+        raise PreconditionError(f"a testbed is already up (pid {st['pid']}); run "
+                                f"`streamband testbed down`")
     RUN_DIR.mkdir(parents=True, exist_ok=True)
     spec_file = RUN_DIR / "spec.json"
     spec_file.write_text(parsed.model_dump_json())
@@ -86,14 +98,19 @@ def down(timeout: float = 30.0) -> None:
 
 
 @app.command()
-def status(as_json: bool = typer.Option(False, "--json", help="print JSON")) -> None:
+def status(json_out: Path = typer.Option(None, "--json",
+                                        help="also write the status as JSON to this path")
+           ) -> None:
     """Is a testbed up, and what does it hold?"""
+    if json_out is not None:
+        out_file(json_out, "--json")
     st = read_state()
     up_ = bool(st and _alive(st.get("pid")) and st.get("ready"))
     info = {"up": up_, "state": st if up_ else None, "leftovers": [] if up_ else leftovers()}
-    if as_json:
-        typer.echo(json.dumps(info, indent=1))
-    elif up_ and st:
+    if json_out is not None:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(info, indent=1) + "\n")
+    if up_ and st:
         typer.echo(f"up (pid {st['pid']}): {st['spec']['topology']}, {len(st['hosts'])} hosts, "
                    f"{len(st['switches'])} switches, controller API {st['api']}")
     else:
@@ -116,7 +133,9 @@ def clean() -> None:
 @app.command()
 def selftest(json_out: Path = typer.Option(None, "--json", help="write the report here"),
              quick: bool = typer.Option(False, help="fewer samples, shorter runs")) -> None:
-    """Meters, link statistics, meter update time, lease expiry, clean-up (issue 5)."""
+    """Meters, link statistics, meter update time, lease expiry, clean-up."""
+    if json_out is not None:
+        out_file(json_out, "--json")
     _need_root()
     from streamband.testbed.selftest import selftest as run
 

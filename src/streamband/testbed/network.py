@@ -3,8 +3,8 @@
 Switches are OVS bridges on the userspace datapath (``datapath_type=netdev``),
 OpenFlow 1.3, secure fail mode, connected to the project's controller; links are
 veth pairs shaped by HTB (Mininet's ``TCLink``) at the model's capacities, with
-offloads off on both ends (MACHINE-NOTES). ARP is static. On topologies with
-more than one switch the testbed installs one path per host pair from
+offloads off on both ends (TCP stalls on the userspace datapath otherwise). ARP is
+static. On topologies with more than one switch the testbed installs one path per host pair from
 :class:`streamband.model.routing.Router` (ECMP by pair) in table 1, since plain
 L2 learning floods forever on their loops.
 """
@@ -56,8 +56,24 @@ def _mininet() -> Any:
 class Testbed:
     """One emulated network plus (optionally) its controller process.
 
-    ``with Testbed(spec) as tb:`` starts everything and stops it on exit.
-    Node names in Mininet are ``sbhN`` / ``sbsN``; use the model's names here.
+    ``with Testbed(spec) as tb:`` starts everything and stops it on exit (also after a
+    failed start: nothing is left half-up). Node names in Mininet are ``sbhN`` /
+    ``sbsN``; use the model's names here (:meth:`ip`, :meth:`node`, :meth:`popen`).
+
+    Parameters
+    ----------
+    spec : TestbedSpec
+        The network (topology, link capacities) and the control plane (controller,
+        its API and OpenFlow addresses, cross traffic).
+    log_dir : Path, optional
+        Where the controller's and the cross traffic's logs go (default: a new
+        temporary directory).
+
+    Raises
+    ------
+    TestbedError
+        On entering, if a testbed is already up, OVS or Mininet is missing, or the
+        switches do not reach the controller.
     """
 
     __test__ = False
@@ -71,6 +87,7 @@ class Testbed:
         self.net: Any = None
         self.controller: subprocess.Popen[bytes] | None = None
         self.log_dir = log_dir or Path(tempfile.mkdtemp(prefix="streamband-testbed-"))
+        self.log_dir.mkdir(parents=True, exist_ok=True)
         self.procs: list[subprocess.Popen[Any]] = []
 
     # -- names ------------------------------------------------------------------
@@ -183,6 +200,8 @@ class Testbed:
                     intf.node.cmd(f"ethtool -K {intf.name} tx off tso off gso off")
                 else:
                     ovs.offloads_off(intf.name, gro=True)
+        for host in self.net.hosts:  # a namespace inherits the machine's default otherwise
+            host.cmd(f"sysctl -qw net.ipv4.tcp_congestion_control={self.spec.congestion_control}")
         self.net.staticArp()
         if len(topo.switches) > 1:
             self._install_paths()

@@ -1,5 +1,5 @@
 """Open vSwitch on this machine: started by the project when it is not running,
-userspace datapath (the kernel has no OVS module, MACHINE-NOTES)."""
+userspace datapath (the kernel here has no OVS module)."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def project_bridges() -> list[str]:
 
 
 def offloads_off(intf: str, netns_pid: int | None = None, gro: bool = False) -> None:
-    """TCP through the userspace datapath stalls with offloads on (MACHINE-NOTES)."""
+    """TCP through the userspace datapath stalls with offloads on."""
     cmd = ["ethtool", "-K", intf, "tx", "off", "tso", "off", "gso", "off"]
     if gro:
         cmd += ["gro", "off"]

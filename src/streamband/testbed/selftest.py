@@ -1,6 +1,6 @@
 """``streamband testbed selftest``: does the testbed do what 000 §V needs?
 
-On a star with 20 Mbit/s links (issue 5, item 5):
+On a star with 20 Mbit/s links:
 
 a. iperf3 TCP through a meter at 2, 5, 10, 15 Mbit/s: goodput vs meter rate;
 b. link statistics (switch port counters, read by the controller) vs iperf3's

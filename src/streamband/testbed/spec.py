@@ -11,7 +11,7 @@ load: a bad spec stops with one line naming the field and the nearest valid key.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -33,10 +33,10 @@ class CrossTraffic(BaseModel):
     """One iperf3 flow between two hosts that the application does not own."""
 
     model_config = ConfigDict(extra="forbid")
-    src: str
-    dst: str
+    src: str = Field(description="the sending host")
+    dst: str = Field(description="the receiving host")
     mbps: float = Field(gt=0, allow_inf_nan=False, description="its rate, Mbit/s")
-    udp: bool = True
+    udp: bool = Field(True, description="UDP at a fixed rate (else TCP)")
 
 
 class TestbedSpec(NetworkSpec):
@@ -58,11 +58,18 @@ class TestbedSpec(NetworkSpec):
     model_config = ConfigDict(extra="forbid")
     link_mbps: float = Field(20.0, gt=0, le=1000, allow_inf_nan=False,
                              description="host link capacity, Mbit/s")
-    internal_mbps: float | None = Field(None, gt=0, le=1000, allow_inf_nan=False)
-    controller: bool = True
-    api: str = "127.0.0.1:8181"
-    openflow: str = "127.0.0.1:6653"
-    cross_traffic: list[CrossTraffic] = []
+    internal_mbps: float | None = Field(None, gt=0, le=1000, allow_inf_nan=False,
+                                        description="switch-to-switch link capacity, Mbit/s "
+                                        "(default: link_mbps)")
+    congestion_control: Literal["cubic", "reno", "bbr"] = Field(
+        "cubic", description="TCP congestion control in every host (Linux's default, as the "
+        "papers ran; a namespace would otherwise inherit this machine's setting)")
+    controller: bool = Field(True, description="start streamband controller with the testbed")
+    api: str = Field("127.0.0.1:8181", description="the controller's HTTP API, HOST:PORT "
+                     "(a bearer token is required off loopback)")
+    openflow: str = Field("127.0.0.1:6653", description="the OpenFlow listener, HOST:PORT")
+    cross_traffic: list[CrossTraffic] = Field([], description="iperf3 flows the application "
+                                              "does not own")
 
     @field_validator("api")
     @classmethod

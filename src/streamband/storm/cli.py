@@ -1,0 +1,125 @@
+"""``streamband storm up | down | status | submit JAR CLASS | kill NAME``: a Storm
+cluster on the running testbed (Nimbus and ZooKeeper on its master host, a Supervisor
+on every worker host) or, with ``--loopback N``, on loopback addresses."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+
+from streamband.command import App
+from streamband.errors import PreconditionError, StreambandError
+from streamband.storm import cluster as sc
+from streamband.testbed.registry import read_state
+
+app = App(help="Apache Storm on the testbed's hosts.", no_args_is_help=True)
+console = Console(stderr=True)
+
+
+def _fail(msg: str) -> typer.Exit:
+    typer.echo(f"error: {msg}", err=True)
+    return typer.Exit(2)
+
+
+def _conf(pairs: list[str]) -> dict[str, Any]:
+    import yaml
+
+    out: dict[str, Any] = {}
+    for item in pairs:
+        key, eq, val = item.partition("=")
+        if not eq or not key:
+            raise _fail(f"--set: expected KEY=VALUE, got {item!r}")
+        out[key] = yaml.safe_load(val)
+    return out
+
+
+@app.command()
+def up(work: Path = typer.Option(Path("/tmp/streamband-storm"), help="the cluster's files"),
+       loopback: int = typer.Option(0, help="N supervisors on 127.0.0.x instead of the testbed"),
+       master: str = typer.Option("master", help="the testbed host of Nimbus and ZooKeeper"),
+       ) -> None:
+    """Start ZooKeeper, Nimbus and the Supervisors (downloads Storm on first use)."""
+    if loopback < 0:
+        raise _fail(f"--loopback: expected a number of supervisors >= 1, got {loopback}")
+    t0 = time.monotonic()
+    try:
+        if loopback:
+            spec = sc.loopback_spec(work, loopback)
+        else:
+            st = read_state()
+            if not st or not st.get("ready"):
+                raise PreconditionError("no testbed is up: run `streamband testbed up "
+                                        "star:hosts=2,master=true` first, or use --loopback N")
+            spec = sc.testbed_spec(st, work, master)
+        with console.status("Storm") as status:
+            cluster = sc.StormCluster(spec, progress=lambda m: status.update(m))
+            status.update("starting ZooKeeper, Nimbus and the Supervisors")
+            cluster.start()
+    except StreambandError as exc:
+        raise _fail(str(exc)) from None
+    console.print(f"Storm up in {time.monotonic() - t0:.1f} s: Nimbus {spec.master.ip}:"
+                  f"{spec.nimbus_port}, {len(spec.workers)} supervisors, profiles at "
+                  f"{spec.collector} -> {cluster.work / 'profile.json'}")
+
+
+@app.command()
+def down() -> None:
+    """Stop the cluster's daemons, workers and log writers."""
+    try:
+        cluster = sc.attach()
+    except StreambandError as exc:
+        raise _fail(str(exc)) from None
+    killed = cluster.stop()
+    console.print(f"Storm down: {len(killed)} processes stopped")
+
+
+@app.command()
+def status() -> None:
+    """Supervisors and topologies as Nimbus sees them (JSON)."""
+    try:
+        typer.echo(json.dumps(sc.attach().admin("list"), indent=1))
+    except StreambandError as exc:
+        raise _fail(str(exc)) from None
+
+
+@app.command()
+def submit(jar: Path = typer.Argument(..., help="the topology's jar"),
+           main: str = typer.Argument(..., help="its main class (takes NAME [CONF.yaml])"),
+           name: str = typer.Option("topology", help="the topology's name"),
+           set_: list[str] = typer.Option([], "--set", help="KEY=VALUE for the topology conf"),
+           wait: bool = typer.Option(True, help="wait until every executor has a worker"),
+           ) -> None:
+    """Submit a topology; prints its placement (JSON)."""
+    if not jar.is_file():
+        raise _fail(f"jar {jar}: no such file")
+    conf = _conf(set_)
+    try:
+        cluster = sc.attach()
+        cluster.submit(jar, main, name, conf or None)
+        out = cluster.wait_running(name) if wait else cluster.admin("list")
+    except StreambandError as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(json.dumps(out, indent=1))
+
+
+@app.command()
+def kill(name: str = typer.Argument(...), wait_s: int = typer.Option(0)) -> None:
+    """Kill a topology."""
+    try:
+        sc.attach().kill(name, wait_s)
+    except StreambandError as exc:
+        raise _fail(str(exc)) from None
+
+
+@app.command()
+def rebalance(name: str = typer.Argument(...), wait_s: int = typer.Option(0)) -> None:
+    """Rebalance a topology (the scheduler places it again)."""
+    try:
+        sc.attach().rebalance(name, wait_s)
+    except StreambandError as exc:
+        raise _fail(str(exc)) from None

@@ -1,0 +1,95 @@
+"""From a running topology's placement (Nimbus ``getTopologyInfo``) to the network's
+flows: in Storm an instance pair between two machines travels on the one TCP
+connection of its two workers (000 §IV: flows; 001 §II: internal and external flows),
+so with one executor per worker a flow is a directed worker pair, matched in the network
+by ``ip_src, ip_dst, tcp_dst`` = the receiving worker's slot port, plus ``tcp_src``
+when another connection from the same host shares those three."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from streamband.storm.sockets import TcpSocket
+
+_WORKER_PORT = re.compile(rb"-Dworker\.port=(\d+)")
+
+
+@dataclass(frozen=True)
+class Worker:
+    host: str  # the supervisor's storm.local.hostname (its address)
+    port: int  # the worker's slot port
+
+
+@dataclass(frozen=True)
+class WorkerPair:
+    """A directed worker pair: one TCP connection, ``src`` connects to ``dst``'s slot."""
+
+    src: Worker
+    dst: Worker
+    label: str = ""
+
+    @property
+    def remote(self) -> bool:
+        return self.src.host != self.dst.host
+
+    @property
+    def name(self) -> str:
+        return f"{self.src.host}:{self.src.port}->{self.dst.host}:{self.dst.port}"
+
+
+def placement(info: dict[str, Any]) -> dict[str, list[Worker]]:
+    """Component -> the workers of its executors, in task order."""
+    out: dict[str, list[tuple[int, Worker]]] = {}
+    for e in info["executors"]:
+        out.setdefault(e["component"], []).append(
+            (e["task_start"], Worker(e["host"], int(e["port"]))))
+    return {c: [w for _, w in sorted(v)] for c, v in out.items()}
+
+
+def component_pairs(info: dict[str, Any], edges: list[tuple[str, str]]) -> list[WorkerPair]:
+    """The worker pairs that carry the topology's ``edges`` (component pairs), every
+    sending executor to every receiving one (shuffle or fields grouping), in edge order;
+    pairs inside one worker carry nothing over TCP and are left out."""
+    where = placement(info)
+    pairs: list[WorkerPair] = []
+    for a, b in edges:
+        for i, ws in enumerate(where.get(a, [])):
+            for j, wd in enumerate(where.get(b, [])):
+                if ws != wd:
+                    pairs.append(WorkerPair(ws, wd, f"{a}[{i}]->{b}[{j}]"))
+    return pairs
+
+
+def worker_port(pid: int) -> int | None:
+    """The slot port of a Storm worker process (its ``-Dworker.port``), else None."""
+    try:
+        m = _WORKER_PORT.search(Path(f"/proc/{pid}/cmdline").read_bytes())
+    except OSError:
+        return None
+    return int(m.group(1)) if m else None
+
+
+def connection(pair: WorkerPair, sockets: list[TcpSocket]) -> TcpSocket | None:
+    """The sender-side socket of ``pair`` among its host's sockets."""
+    for s in sockets:
+        if (s.src_ip, s.dst_ip, s.dst_port) == (pair.src.host, pair.dst.host, pair.dst.port) \
+                and any(worker_port(p) == pair.src.port for p in s.pids):
+            return s
+    return None
+
+
+def flow_key(pair: WorkerPair, sockets: list[TcpSocket]) -> dict[str, Any] | None:
+    """The meter match of a remote pair (None for a pair inside one host)."""
+    if not pair.remote:
+        return None
+    key: dict[str, Any] = {"src_ip": pair.src.host, "dst_ip": pair.dst.host, "proto": "tcp",
+                           "dst_port": pair.dst.port}
+    mine = connection(pair, sockets)
+    shared = [s for s in sockets if (s.src_ip, s.dst_ip, s.dst_port) ==
+              (pair.src.host, pair.dst.host, pair.dst.port) and s is not mine]
+    if shared and mine is not None:
+        key["src_port"] = mine.src_port
+    return key

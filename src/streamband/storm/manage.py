@@ -1,0 +1,201 @@
+"""A running Storm topology under the manager loop of 000 Fig. 4 on the testbed: the
+Storm profiler (:mod:`streamband.backends.storm`), the controller's link statistics and
+meters, one policy for a measured window; throughput and event-time latency from the
+topology's sinks, loss from its spouts' acking.
+
+``FORK_JOIN`` holds 001's fork-join as Storm runs it (:class:`ForkJoin` in ``storm/``):
+its edges, tuple sizes and the three placements of {A, B, C, D} on two hosts."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from streamband.alloc import get_policy
+from streamband.backends.openflow import ControllerLinkStats, CountingEnforcer, MeterEnforcer
+from streamband.backends.storm import (
+    LATENCY_BUCKETS,
+    StormProfiler,
+    app_totals,
+    host_reader,
+    latency_percentiles,
+    read_snapshot,
+)
+from streamband.control.api_client import ControllerClient
+from streamband.control.guard import HarmGuard
+from streamband.control.live import LiveLoop
+from streamband.control.manager import Manager
+from streamband.model.routing import Router, routing_matrix
+from streamband.storm.cluster import StormCluster
+from streamband.storm.flows import WorkerPair, component_pairs, flow_key
+
+KB = 1024
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A benchmark topology: its main class, edges (component pairs) and bytes per tuple."""
+
+    main: str
+    edges: tuple[tuple[str, str], ...]
+    tuple_bytes: tuple[int, ...]
+
+
+FORK_JOIN = Workload("streamband.storm.topo.ForkJoin",
+                     (("A", "B"), ("A", "C"), ("B", "D"), ("C", "D")),
+                     (8 * KB, 4 * KB, 6 * KB, 3 * KB))
+FORK_JOIN_PLACEMENTS = {  # 001 §III: {A, B, C, D} on two machines
+    "TP1": ({"A", "B"}, {"C", "D"}),
+    "TP2": ({"A", "C"}, {"B", "D"}),
+    "TP3": ({"A", "D"}, {"B", "C"}),
+}
+
+
+def fork_join_placement(tp: str, ips: tuple[str, str]) -> dict[str, list[str]]:
+    """The scheduler's placement (component -> hosts) of placement ``tp``."""
+    try:
+        first, _ = FORK_JOIN_PLACEMENTS[tp]
+    except KeyError:
+        raise ValueError(f"placement: expected TP1, TP2 or TP3, got {tp!r}") from None
+    return {c: [ips[0] if c in first else ips[1]] for c in "ABCD"}
+
+
+class ManagedTopology:
+    """The network flows of one running topology and the adapters that observe them."""
+
+    def __init__(self, tb: Any, cluster: StormCluster, info: dict[str, Any],
+                 work: Workload) -> None:
+        self.tb = tb
+        self.cluster = cluster
+        self.info = info
+        st = tb.state()
+        self.by_ip = {h["ip"]: name for name, h in st["hosts"].items()}
+        self.read = host_reader({h["ip"]: h["pid"] for h in st["hosts"].values()})
+        size = dict(zip(work.edges, work.tuple_bytes, strict=True))
+        self.pairs: list[WorkerPair] = []
+        self.bytes: list[float] = []
+        for p in component_pairs(info, list(work.edges)):
+            if p.remote:
+                self.pairs.append(p)
+                a, b = p.label.split("->")
+                self.bytes.append(float(size[(a.split("[")[0], b.split("[")[0])]))
+        self.keys = self.flow_keys()
+        topo = tb.topo
+        hosts = [(self.by_ip[p.src.host], self.by_ip[p.dst.host]) for p in self.pairs]
+        self.routing = routing_matrix(Router(topo).paths(hosts, [p.name for p in self.pairs]),
+                                      len(topo.links))
+
+    def flow_keys(self, timeout: float = 30.0) -> list[dict[str, Any] | None]:
+        """Meter matches; waits until every pair's connection is up (ss shows it)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            socks = {ip: self.read(ip) for ip in {p.src.host for p in self.pairs}}
+            from streamband.storm.flows import connection
+
+            if all(connection(p, socks[p.src.host]) for p in self.pairs) \
+                    or time.monotonic() > deadline:
+                return [flow_key(p, socks[p.src.host]) for p in self.pairs]
+            time.sleep(1.0)
+
+    def totals(self) -> dict[str, float]:
+        snap = read_snapshot(self.cluster.work / "profile.json")
+        t = app_totals(snap, self.info["id"])
+        t["received"] = float(snap.get("received", 0))
+        t["time"] = time.time()
+        return t
+
+    def run(self, policy: str, seconds: float, dt: float = 1.0,
+            log: Path | None = None, input_queue: bool = True,
+            on_step: Callable[[ControllerLinkStats], None] | None = None,
+            guard: bool = False) -> dict[str, Any]:
+        """``policy`` (``tcp`` = no meters, else an allocation policy) for ``seconds``;
+        returns the window's row (``input_queue``: see :class:`StormProfiler`;
+        ``on_step``: called with the link statistics after every allocation; ``guard``:
+        do no harm, :class:`~streamband.control.guard.HarmGuard`)."""
+        tb = self.tb
+        client = ControllerClient(tb.spec.api)
+        client.delete_meters()
+        profiler = StormProfiler(self.cluster.work / "profile.json", self.info["id"],
+                                 self.pairs, self.read, self.bytes, input_queue)
+        linkstats = ControllerLinkStats(client, tb.topo.capacities, tb.link_ports(),
+                                        self.routing, self.keys)
+        enforcer = (CountingEnforcer(client, self.keys, dt) if policy == "tcp"
+                    else MeterEnforcer(client, self.keys, dt))
+        manager = Manager(routing=self.routing, link_kind=tb.topo.kinds,
+                          policy=get_policy("maxmin" if policy == "tcp" else policy),
+                          profiler=profiler, linkstats=linkstats, enforcer=enforcer, dt=dt,
+                          weights=np.array(self.bytes),
+                          guard=HarmGuard() if guard and policy not in ("tcp", "observe")
+                          else None)
+        enforcer.enforce(np.full(len(self.pairs), np.inf))
+        time.sleep(2.0)  # the counting rules' first polls
+        linkstats.allocatable()
+        loop = LiveLoop(manager, log=log)
+        if on_step is not None:
+            loop.on_step = lambda: on_step(linkstats)
+        ports0 = {p["name"]: p for p in client.ports(fresh=True)}
+        before = self.totals()
+        loop.start()
+        time.sleep(seconds)
+        meters = client.meters()
+        loop.stop()
+        after = self.totals()
+        ports1 = {p["name"]: p for p in client.ports(fresh=True)}
+        client.delete_meters()
+        client.close()
+        span = after["time"] - before["time"]
+
+        def d(k: str) -> float:
+            return after.get(k, 0.0) - before.get(k, 0.0)
+
+        buckets = {i: d(f"sink.lat_b{i:02d}") for i in range(LATENCY_BUCKETS)}
+        p50, p99 = latency_percentiles(buckets)
+        used = np.array([8.0 * (ports1[r.port][f"{r.direction}_bytes"]
+                                - ports0[r.port][f"{r.direction}_bytes"]) / span
+                         for r in tb.link_ports()])
+        opt = [a.optimizer_s * 1e3 for a in manager.history]
+
+        ages = [a for a in (h.get("report_age_s") for h in _states(log)) if a is not None] \
+            if log else []
+        return {
+            "policy": policy,
+            "seconds": span,
+            "throughput_tps": d("sink.count") / span,
+            "latency_ms": d("sink.latency_sum_ms") / d("sink.count") if d("sink.count") else None,
+            "latency_p50_ms": p50 * 1e3 if p50 is not None else None,
+            "latency_p99_ms": p99 * 1e3 if p99 is not None else None,
+            "bytes_in_bps": 8.0 * d("sink.bytes_in") / span if d("sink.bytes_in") else None,
+            "link_used_bps": used,
+            "optimizer_ms": float(np.mean(opt)) if opt else None,
+            "acked": d("spout.acked"),
+            "failed": d("spout.failed"),
+            "emitted": d("spout.emitted"),
+            "profiles": d("received"),
+            "allocations": len(manager.history),
+            "loop_errors": loop.errors[:3],
+            "flows": [p.name for p in self.pairs],
+            "keys": self.keys,
+            "meters": meters,
+            "last_rates_bps": [None if not np.isfinite(r) else float(r)
+                               for r in manager.history[-1].rates_bps] if manager.history
+            else [],
+            "report_age_max_s": max(ages) if ages else None,
+            "capped_share": (float(np.mean(manager.guard.decisions))
+                             if manager.guard is not None and manager.guard.decisions else None),
+        }
+
+
+def _states(log: Path) -> list[dict[str, Any]]:
+    import json
+
+    out = []
+    for line in Path(log).read_text().splitlines():
+        st = json.loads(line).get("state")
+        if st:
+            out.append(st)
+    return out

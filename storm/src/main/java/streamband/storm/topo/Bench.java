@@ -1,0 +1,135 @@
+package streamband.storm.topo;
+
+import java.util.HashMap;
+import java.util.Map;
+import java.util.TreeMap;
+import org.apache.storm.Config;
+import org.apache.storm.StormSubmitter;
+import org.apache.storm.generated.StormTopology;
+import org.apache.storm.utils.Utils;
+import streamband.storm.Udp;
+
+/**
+ * What the benchmark topologies share: their settings (a YAML/JSON file, keys
+ * {@code bench.*} for the workload, any Storm key for the topology), submission, and the
+ * once-a-second reports of spouts (emitted, acked, failed) and sinks (throughput and
+ * event-time latency) to the manager's collector.
+ */
+public final class Bench {
+    private Bench() {
+    }
+
+    /** {@code CLASS NAME [CONF.yaml]}: builds with {@code build} and submits. */
+    public static void submit(String[] args, java.util.function.Function<Map<String, Object>, StormTopology> build)
+        throws Exception {
+        if (args.length < 1) {
+            System.err.println("usage: CLASS NAME [CONF.yaml]");
+            System.exit(2);
+        }
+        Config conf = new Config();
+        conf.setNumAckers(1);
+        conf.put(Config.TOPOLOGY_MESSAGE_TIMEOUT_SECS, 120);
+        if (args.length > 1) {
+            conf.putAll(Utils.findAndReadConfigFile(args[1], true));
+        }
+        StormTopology topo = build.apply(conf);
+        StormSubmitter.submitTopology(args[0], conf, topo);
+    }
+
+    public static double num(Map<String, Object> conf, String key, double dflt) {
+        Object v = conf.get(key);
+        return v instanceof Number ? ((Number) v).doubleValue() : v == null ? dflt : Double.parseDouble(v.toString());
+    }
+
+    public static int parallel(Map<String, Object> conf, String component) {
+        return (int) num(conf, "bench.parallelism." + component, 1);
+    }
+
+    /** A payload of {@code n} bytes (not all zeros, so no layer can compress it away). */
+    public static byte[] payload(int n, long seed) {
+        byte[] b = new byte[Math.max(n, 0)];
+        long x = seed * 0x9E3779B97F4A7C15L + 1;
+        for (int i = 0; i < b.length; i++) {
+            x ^= x << 13;
+            x ^= x >>> 7;
+            x ^= x << 17;
+            b[i] = (byte) x;
+        }
+        return b;
+    }
+
+    /** Paces a spout to {@code rate} tuples per second (token bucket, burst of 1 s). */
+    public static final class Pace {
+        private final double rate;
+        private double tokens;
+        private long last = System.nanoTime();
+
+        public Pace(double rate) {
+            this.rate = rate;
+        }
+
+        public boolean take() {
+            long now = System.nanoTime();
+            tokens = Math.min(rate, tokens + rate * (now - last) / 1e9);
+            last = now;
+            if (tokens >= 1.0) {
+                tokens -= 1.0;
+                return true;
+            }
+            return false;
+        }
+    }
+
+    /** Cumulative counters of one task, sent once a second as one datagram. */
+    /** Buckets of the sinks' latency histogram: 1.25^i ms, up to about 12 minutes. */
+    public static final int LATENCY_BUCKETS = 64;
+
+    public static final class Reporter {
+        private final Udp udp;
+        private final Map<String, Object> base = new TreeMap<>();
+        private final Map<String, Double> values = new HashMap<>();
+        private long next = System.currentTimeMillis() + 1000;
+
+        public Reporter(Map<String, Object> conf, String type, String topologyId, String component, int task) {
+            this.udp = Udp.fromConf(conf);
+            base.put("type", type);
+            base.put("topology", topologyId);
+            base.put("component", component);
+            base.put("task", task);
+        }
+
+        public void add(String key, double v) {
+            values.merge(key, v, Double::sum);
+        }
+
+        public void max(String key, double v) {
+            values.merge(key, v, Math::max);
+        }
+
+        /**
+         * Counts {@code n} event-time latencies of {@code ms} milliseconds: cumulative counts
+         * per bucket {@code lat_bNN}, bucket i holding [1.25^(i-1), 1.25^i) ms (bucket 0:
+         * under 1 ms, the last: everything above), so a reader takes percentiles of any window.
+         */
+        public void latency(double ms, double n) {
+            int i = ms < 1.0 ? 0 : Math.min(LATENCY_BUCKETS - 1, 1 + (int) Math.floor(Math.log(ms) / Math.log(1.25)));
+            add(String.format("lat_b%02d", i), n);
+            add("count", n);
+            add("latency_sum_ms", ms * n);
+            max("latency_max_ms", ms);
+        }
+
+        /** Sends if a second has passed since the last report. */
+        public void tick() {
+            long now = System.currentTimeMillis();
+            if (udp == null || now < next) {
+                return;
+            }
+            next = now + 1000;
+            Map<String, Object> rec = new TreeMap<>(base);
+            rec.putAll(values);
+            rec.put("t", now / 1000.0);
+            udp.send(rec);
+        }
+    }
+}

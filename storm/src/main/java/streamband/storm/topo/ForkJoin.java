@@ -1,0 +1,159 @@
+package streamband.storm.topo;
+
+import java.util.HashMap;
+import java.util.Map;
+import org.apache.storm.Config;
+import org.apache.storm.spout.SpoutOutputCollector;
+import org.apache.storm.task.OutputCollector;
+import org.apache.storm.task.TopologyContext;
+import org.apache.storm.topology.OutputFieldsDeclarer;
+import org.apache.storm.topology.TopologyBuilder;
+import org.apache.storm.topology.base.BaseRichBolt;
+import org.apache.storm.topology.base.BaseRichSpout;
+import org.apache.storm.tuple.Fields;
+import org.apache.storm.tuple.Tuple;
+import org.apache.storm.tuple.Values;
+import org.apache.storm.utils.TupleUtils;
+
+/**
+ * 001's fork-join (Fig. 1a): source A sends 8 KB tuples to B and 4 KB tuples to C; B and
+ * C send 6 KB and 3 KB tuples to D, which joins them 1:1 by id. Settings: {@code
+ * bench.rate} (A's tuples per second), {@code bench.bytes.AB|AC|BD|CD}.
+ */
+public final class ForkJoin {
+    private ForkJoin() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        Bench.submit(args, conf -> {
+            TopologyBuilder b = new TopologyBuilder();
+            b.setSpout("A", new Source(), 1);
+            b.setBolt("B", new Relay("AB", "BD", 6144), 1).fieldsGrouping("A", "b", new Fields("id"));
+            b.setBolt("C", new Relay("AC", "CD", 3072), 1).fieldsGrouping("A", "c", new Fields("id"));
+            b.setBolt("D", new Join(), 1).fieldsGrouping("B", new Fields("id")).fieldsGrouping("C", new Fields("id"));
+            return b.createTopology();
+        });
+    }
+
+    /** A: one id per tick of the pace, to B (stream b) and C (stream c), acked per stream. */
+    public static class Source extends BaseRichSpout {
+        private SpoutOutputCollector out;
+        private Bench.Pace pace;
+        private Bench.Reporter rep;
+        private byte[] toB;
+        private byte[] toC;
+        private long id;
+
+        @Override
+        public void open(Map<String, Object> conf, TopologyContext ctx, SpoutOutputCollector collector) {
+            out = collector;
+            pace = new Bench.Pace(Bench.num(conf, "bench.rate", 200));
+            rep = new Bench.Reporter(conf, "spout", ctx.getStormId(), ctx.getThisComponentId(), ctx.getThisTaskId());
+            toB = Bench.payload((int) Bench.num(conf, "bench.bytes.AB", 8192), 1);
+            toC = Bench.payload((int) Bench.num(conf, "bench.bytes.AC", 4096), 2);
+        }
+
+        @Override
+        public void nextTuple() {
+            rep.tick();
+            if (!pace.take()) {
+                return;
+            }
+            long ts = System.currentTimeMillis();
+            out.emit("b", new Values(id, ts, toB), id * 2);
+            out.emit("c", new Values(id, ts, toC), id * 2 + 1);
+            id++;
+            rep.add("emitted", 2);
+        }
+
+        @Override
+        public void ack(Object msgId) {
+            rep.add("acked", 1);
+        }
+
+        @Override
+        public void fail(Object msgId) {
+            rep.add("failed", 1);
+        }
+
+        @Override
+        public void declareOutputFields(OutputFieldsDeclarer d) {
+            d.declareStream("b", new Fields("id", "ts", "data"));
+            d.declareStream("c", new Fields("id", "ts", "data"));
+        }
+    }
+
+    /** B or C: one output tuple of its size per input tuple. */
+    public static class Relay extends BaseRichBolt {
+        private final String outKey;
+        private final int outDefault;
+        private OutputCollector out;
+        private byte[] data;
+
+        public Relay(String inKey, String outKey, int outDefault) {
+            this.outKey = outKey;
+            this.outDefault = outDefault;
+        }
+
+        @Override
+        public void prepare(Map<String, Object> conf, TopologyContext ctx, OutputCollector collector) {
+            out = collector;
+            data = Bench.payload((int) Bench.num(conf, "bench.bytes." + outKey, outDefault), 3);
+        }
+
+        @Override
+        public void execute(Tuple t) {
+            out.emit(t, new Values(t.getLong(0), t.getLong(1), data));
+            out.ack(t);
+        }
+
+        @Override
+        public void declareOutputFields(OutputFieldsDeclarer d) {
+            d.declare(new Fields("id", "ts", "data"));
+        }
+    }
+
+    /** D: joins B's and C's tuple of one id; throughput and event-time latency per join. */
+    public static class Join extends BaseRichBolt {
+        private OutputCollector out;
+        private Bench.Reporter rep;
+        private final Map<Long, String> waiting = new HashMap<>();
+
+        @Override
+        public void prepare(Map<String, Object> conf, TopologyContext ctx, OutputCollector collector) {
+            out = collector;
+            rep = new Bench.Reporter(conf, "sink", ctx.getStormId(), ctx.getThisComponentId(), ctx.getThisTaskId());
+        }
+
+        @Override
+        public void execute(Tuple t) {
+            if (TupleUtils.isTick(t)) {
+                rep.max("waiting", 0);
+                rep.tick();
+                return;
+            }
+            long id = t.getLong(0);
+            String from = t.getSourceComponent();
+            String other = waiting.remove(id);
+            if (other == null) {
+                waiting.put(id, from);
+            } else if (!other.equals(from)) {
+                rep.latency(System.currentTimeMillis() - t.getLong(1), 1);
+            }
+            rep.add("bytes_in", ((byte[]) t.getValue(2)).length);
+            out.ack(t);
+            rep.tick();
+        }
+
+        @Override
+        public Map<String, Object> getComponentConfiguration() {
+            Map<String, Object> c = new HashMap<>();
+            c.put(Config.TOPOLOGY_TICK_TUPLE_FREQ_SECS, 1);
+            return c;
+        }
+
+        @Override
+        public void declareOutputFields(OutputFieldsDeclarer d) {
+        }
+    }
+}

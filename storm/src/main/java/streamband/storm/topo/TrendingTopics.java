@@ -1,0 +1,301 @@
+package streamband.storm.topo;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import org.apache.storm.Config;
+import org.apache.storm.spout.SpoutOutputCollector;
+import org.apache.storm.task.OutputCollector;
+import org.apache.storm.task.TopologyContext;
+import org.apache.storm.topology.OutputFieldsDeclarer;
+import org.apache.storm.topology.TopologyBuilder;
+import org.apache.storm.topology.base.BaseRichBolt;
+import org.apache.storm.topology.base.BaseRichSpout;
+import org.apache.storm.tuple.Fields;
+import org.apache.storm.tuple.Tuple;
+import org.apache.storm.tuple.Values;
+import org.apache.storm.utils.TupleUtils;
+
+/**
+ * 000 §VI-A2's Trending Topics: tweets (at {@code bench.rate} per second; 1000 in the
+ * paper) are split into words, counted by word (fields grouping), each counter emits its
+ * local top list every {@code bench.k} arrivals, one aggregator keeps the top {@code
+ * bench.topk} over a sliding window of {@code bench.window.s} seconds (30 in the paper)
+ * and the report receives the ranking every second.
+ *
+ * <p>Tweets are synthesised from real English word frequencies ({@code bench.words}: a
+ * list of [word, frequency], exported from {@code wordfreq} at submit time) with a Zipf
+ * tail of rarer words beyond the list, and trending bursts: every {@code
+ * bench.burst.period.s} seconds, {@code bench.burst.words} random words take a share
+ * {@code bench.burst.share} of all words for {@code bench.burst.length.s} seconds.
+ */
+public final class TrendingTopics {
+    private TrendingTopics() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        Bench.submit(args, conf -> {
+            TopologyBuilder b = new TopologyBuilder();
+            b.setSpout("tweets", new Tweets(), Bench.parallel(conf, "tweets"));
+            b.setBolt("split", new Split(), Bench.parallel(conf, "split")).shuffleGrouping("tweets");
+            b.setBolt("count", new Count(), Bench.parallel(conf, "count"))
+                .fieldsGrouping("split", new Fields("word"));
+            b.setBolt("topk", new TopK(), 1).globalGrouping("count");
+            b.setBolt("report", new Sink(), 1).globalGrouping("topk");
+            return b.createTopology();
+        });
+    }
+
+    /** Word sampler: the frequency list, a Zipf tail, and the current burst. */
+    static final class Words {
+        final String[] words;
+        final double[] cum;
+        final double tailMass;
+        final int tailSize;
+
+        @SuppressWarnings("unchecked")
+        Words(Map<String, Object> conf) {
+            List<Object> list = (List<Object>) conf.getOrDefault("bench.words", new ArrayList<>());
+            int n = Math.max(list.size(), 1);
+            words = new String[n];
+            cum = new double[n];
+            double acc = 0;
+            for (int i = 0; i < list.size(); i++) {
+                List<Object> e = (List<Object>) list.get(i);
+                words[i] = e.get(0).toString();
+                acc += ((Number) e.get(1)).doubleValue();
+                cum[i] = acc;
+            }
+            if (list.isEmpty()) {
+                words[0] = "word";
+                cum[0] = acc = 1.0;
+            }
+            tailMass = Math.max(0.0, 1.0 - acc);
+            tailSize = (int) Bench.num(conf, "bench.tail.words", 100000);
+        }
+
+        String sample(Random rnd) {
+            double total = cum[cum.length - 1] + tailMass;
+            double u = rnd.nextDouble() * total;
+            if (u >= cum[cum.length - 1]) {
+                // Zipf (s = 1) over the tail ranks: rank = n * (N/n)^v, v uniform
+                int n = cum.length;
+                double r = n * Math.pow((double) (n + tailSize) / n, rnd.nextDouble());
+                return "w" + (int) r;
+            }
+            int lo = 0;
+            int hi = cum.length - 1;
+            while (lo < hi) {
+                int mid = (lo + hi) >>> 1;
+                if (cum[mid] < u) {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            return words[lo];
+        }
+    }
+
+    /** Paced tweets of 8-16 words. */
+    public static class Tweets extends BaseRichSpout {
+        private SpoutOutputCollector out;
+        private Bench.Pace pace;
+        private Bench.Reporter rep;
+        private Words words;
+        private Random rnd;
+        private String[] burst = new String[0];
+        private long burstEnd;
+        private long nextBurst;
+        private double burstShare;
+        private long id;
+        private Map<String, Object> conf;
+
+        @Override
+        public void open(Map<String, Object> conf, TopologyContext ctx, SpoutOutputCollector collector) {
+            this.conf = conf;
+            out = collector;
+            int n = ctx.getComponentTasks(ctx.getThisComponentId()).size();
+            pace = new Bench.Pace(Bench.num(conf, "bench.rate", 1000) / n);
+            rep = new Bench.Reporter(conf, "spout", ctx.getStormId(), ctx.getThisComponentId(), ctx.getThisTaskId());
+            words = new Words(conf);
+            rnd = new Random(ctx.getThisTaskId() * 7919L);
+            burstShare = Bench.num(conf, "bench.burst.share", 0.05);
+            nextBurst = System.currentTimeMillis() + (long) (1000 * Bench.num(conf, "bench.burst.period.s", 30));
+        }
+
+        @Override
+        public void nextTuple() {
+            rep.tick();
+            if (!pace.take()) {
+                return;
+            }
+            long now = System.currentTimeMillis();
+            if (now >= nextBurst) {
+                int k = (int) Bench.num(conf, "bench.burst.words", 5);
+                burst = new String[k];
+                for (int i = 0; i < k; i++) {
+                    burst[i] = words.sample(rnd);
+                }
+                burstEnd = now + (long) (1000 * Bench.num(conf, "bench.burst.length.s", 10));
+                nextBurst = now + (long) (1000 * Bench.num(conf, "bench.burst.period.s", 30));
+            }
+            int len = 8 + rnd.nextInt(9);
+            StringBuilder sb = new StringBuilder();
+            for (int i = 0; i < len; i++) {
+                if (i > 0) {
+                    sb.append(' ');
+                }
+                boolean trending = now < burstEnd && burst.length > 0 && rnd.nextDouble() < burstShare;
+                sb.append(trending ? burst[rnd.nextInt(burst.length)] : words.sample(rnd));
+            }
+            out.emit(new Values(sb.toString(), now), id++);
+            rep.add("emitted", 1);
+        }
+
+        @Override
+        public void ack(Object msgId) {
+            rep.add("acked", 1);
+        }
+
+        @Override
+        public void fail(Object msgId) {
+            rep.add("failed", 1);
+        }
+
+        @Override
+        public void declareOutputFields(OutputFieldsDeclarer d) {
+            d.declare(new Fields("tweet", "ts"));
+        }
+    }
+
+    /** A tweet into its words. */
+    public static class Split extends BaseRichBolt {
+        private OutputCollector out;
+
+        @Override
+        public void prepare(Map<String, Object> conf, TopologyContext ctx, OutputCollector collector) {
+            out = collector;
+        }
+
+        @Override
+        public void execute(Tuple t) {
+            for (String w : t.getString(0).split(" ")) {
+                out.emit(t, new Values(w, t.getLong(1)));
+            }
+            out.ack(t);
+        }
+
+        @Override
+        public void declareOutputFields(OutputFieldsDeclarer d) {
+            d.declare(new Fields("word", "ts"));
+        }
+    }
+
+    /** Word counts; every K arrivals, the local top list with how many words it covers. */
+    public static class Count extends BaseRichBolt {
+        private OutputCollector out;
+        private final Map<String, Long> counts = new HashMap<>();
+        private int k;
+        private int topn;
+        private int since;
+        private double tsSum;
+
+        @Override
+        public void prepare(Map<String, Object> conf, TopologyContext ctx, OutputCollector collector) {
+            out = collector;
+            k = (int) Bench.num(conf, "bench.k", 100);
+            topn = (int) Bench.num(conf, "bench.topk", 10);
+        }
+
+        @Override
+        public void execute(Tuple t) {
+            counts.merge(t.getString(0), 1L, Long::sum);
+            since++;
+            tsSum += t.getLong(1);
+            if (since >= k) {
+                List<Map.Entry<String, Long>> top = new ArrayList<>(counts.entrySet());
+                top.sort((a, b) -> Long.compare(b.getValue(), a.getValue()));
+                StringBuilder sb = new StringBuilder();
+                for (int i = 0; i < Math.min(topn, top.size()); i++) {
+                    sb.append(top.get(i).getKey()).append('=').append(top.get(i).getValue()).append(' ');
+                }
+                out.emit(t, new Values(sb.toString(), (long) (tsSum / since), since));
+                since = 0;
+                tsSum = 0;
+            }
+            out.ack(t);
+        }
+
+        @Override
+        public void declareOutputFields(OutputFieldsDeclarer d) {
+            d.declare(new Fields("top", "ts", "n"));
+        }
+    }
+
+    /** The global top K over a sliding window; the ranking once a second. */
+    public static class TopK extends BaseRichBolt {
+        private OutputCollector out;
+        private final Map<String, long[]> window = new HashMap<>(); // word -> {count, seen ms}
+        private long windowMs;
+        private int topk;
+        private long n;
+        private double tsSum;
+
+        @Override
+        public void prepare(Map<String, Object> conf, TopologyContext ctx, OutputCollector collector) {
+            out = collector;
+            windowMs = (long) (1000 * Bench.num(conf, "bench.window.s", 30));
+            topk = (int) Bench.num(conf, "bench.topk", 10);
+        }
+
+        @Override
+        public void execute(Tuple t) {
+            long now = System.currentTimeMillis();
+            if (TupleUtils.isTick(t)) {
+                for (Iterator<long[]> it = window.values().iterator(); it.hasNext();) {
+                    if (now - it.next()[1] > windowMs) {
+                        it.remove();
+                    }
+                }
+                if (n > 0) {
+                    List<Map.Entry<String, long[]>> top = new ArrayList<>(window.entrySet());
+                    top.sort((a, b) -> Long.compare(b.getValue()[0], a.getValue()[0]));
+                    StringBuilder sb = new StringBuilder();
+                    for (int i = 0; i < Math.min(topk, top.size()); i++) {
+                        sb.append(top.get(i).getKey()).append(' ');
+                    }
+                    out.emit(new Values(sb.toString().trim(), (long) (tsSum / n), n));
+                    n = 0;
+                    tsSum = 0;
+                }
+                return;
+            }
+            for (String e : t.getString(0).trim().split(" ")) {
+                int eq = e.lastIndexOf('=');
+                if (eq > 0) {
+                    window.put(e.substring(0, eq), new long[] {Long.parseLong(e.substring(eq + 1)), now});
+                }
+            }
+            int covered = t.getInteger(2);
+            n += covered;
+            tsSum += (double) t.getLong(1) * covered;
+            out.ack(t);
+        }
+
+        @Override
+        public Map<String, Object> getComponentConfiguration() {
+            Map<String, Object> c = new HashMap<>();
+            c.put(Config.TOPOLOGY_TICK_TUPLE_FREQ_SECS, 1);
+            return c;
+        }
+
+        @Override
+        public void declareOutputFields(OutputFieldsDeclarer d) {
+            d.declare(new Fields("ranking", "ts", "n"));
+        }
+    }
+}

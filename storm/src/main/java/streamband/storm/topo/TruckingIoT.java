@@ -1,0 +1,126 @@
+package streamband.storm.topo;
+
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Random;
+import org.apache.storm.spout.SpoutOutputCollector;
+import org.apache.storm.task.OutputCollector;
+import org.apache.storm.task.TopologyContext;
+import org.apache.storm.topology.OutputFieldsDeclarer;
+import org.apache.storm.topology.TopologyBuilder;
+import org.apache.storm.topology.base.BaseRichBolt;
+import org.apache.storm.topology.base.BaseRichSpout;
+import org.apache.storm.tuple.Fields;
+import org.apache.storm.tuple.Tuple;
+import org.apache.storm.tuple.Values;
+
+/**
+ * 000 §VI-A2's Trucking IoT: truck events and traffic congestion records arrive on two
+ * streams of different tuple sizes (each at {@code bench.rate} per second, 250 in the
+ * paper); the combiner joins each truck event with the latest congestion record of its
+ * route (fields grouping on the route) and the scorer reports. Settings: {@code
+ * bench.rate}, {@code bench.bytes.truck|traffic|joined}, {@code bench.routes}, {@code
+ * bench.parallelism.COMPONENT}.
+ */
+public final class TruckingIoT {
+    private TruckingIoT() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        Bench.submit(args, conf -> {
+            TopologyBuilder b = new TopologyBuilder();
+            b.setSpout("trucks", new Events("truck", 1024, 11), Bench.parallel(conf, "trucks"));
+            b.setSpout("traffic", new Events("traffic", 512, 12), Bench.parallel(conf, "traffic"));
+            b.setBolt("combine", new Combine(), Bench.parallel(conf, "combine"))
+                .fieldsGrouping("trucks", new Fields("route"))
+                .fieldsGrouping("traffic", new Fields("route"));
+            b.setBolt("score", new Sink(), Bench.parallel(conf, "score")).shuffleGrouping("combine");
+            return b.createTopology();
+        });
+    }
+
+    /** One stream of events of one size, paced, on random routes. */
+    public static class Events extends BaseRichSpout {
+        private final String kind;
+        private final int defaultBytes;
+        private final long seed;
+        private SpoutOutputCollector out;
+        private Bench.Pace pace;
+        private Bench.Reporter rep;
+        private byte[] data;
+        private Random rnd;
+        private int routes;
+        private long id;
+
+        public Events(String kind, int defaultBytes, long seed) {
+            this.kind = kind;
+            this.defaultBytes = defaultBytes;
+            this.seed = seed;
+        }
+
+        @Override
+        public void open(Map<String, Object> conf, TopologyContext ctx, SpoutOutputCollector collector) {
+            out = collector;
+            int n = ctx.getComponentTasks(ctx.getThisComponentId()).size();
+            pace = new Bench.Pace(Bench.num(conf, "bench.rate", 250) / n);
+            rep = new Bench.Reporter(conf, "spout", ctx.getStormId(), ctx.getThisComponentId(), ctx.getThisTaskId());
+            data = Bench.payload((int) Bench.num(conf, "bench.bytes." + kind, defaultBytes), seed);
+            rnd = new Random(seed * 31 + ctx.getThisTaskId());
+            routes = (int) Bench.num(conf, "bench.routes", 50);
+        }
+
+        @Override
+        public void nextTuple() {
+            rep.tick();
+            if (!pace.take()) {
+                return;
+            }
+            out.emit(new Values(rnd.nextInt(routes), System.currentTimeMillis(), data), id++);
+            rep.add("emitted", 1);
+        }
+
+        @Override
+        public void ack(Object msgId) {
+            rep.add("acked", 1);
+        }
+
+        @Override
+        public void fail(Object msgId) {
+            rep.add("failed", 1);
+        }
+
+        @Override
+        public void declareOutputFields(OutputFieldsDeclarer d) {
+            d.declare(new Fields("route", "ts", "data"));
+        }
+    }
+
+    /** Each truck event with the latest congestion record of its route. */
+    public static class Combine extends BaseRichBolt {
+        private OutputCollector out;
+        private final Map<Integer, byte[]> congestion = new HashMap<>();
+        private byte[] joined;
+
+        @Override
+        public void prepare(Map<String, Object> conf, TopologyContext ctx, OutputCollector collector) {
+            out = collector;
+            joined = Bench.payload((int) Bench.num(conf, "bench.bytes.joined", 1536), 13);
+        }
+
+        @Override
+        public void execute(Tuple t) {
+            int route = t.getInteger(0);
+            if (t.getSourceComponent().equals("traffic")) {
+                congestion.put(route, (byte[]) t.getValue(2));
+            } else {
+                out.emit(t, new Values(route, t.getLong(1), congestion.containsKey(route), joined));
+            }
+            out.ack(t);
+        }
+
+        @Override
+        public void declareOutputFields(OutputFieldsDeclarer d) {
+            d.declare(new Fields("route", "ts", "matched", "data"));
+        }
+    }
+}

@@ -1,0 +1,39 @@
+"""The kernel's view of connections: ``ss -tinpH state established`` parsed."""
+
+from streamband.storm.sockets import parse_ss, tcp_sockets
+
+SAMPLE = """\
+0      1448   10.0.0.2:41234     10.0.0.3:6700 users:(("java",pid=4242,fd=77))
+\t bbr wscale:9,9 rto:204 rtt:5.1/2 mss:1448 cwnd:20 bytes_sent:9000 bytes_acked:7552 \
+bytes_received:12 notsent:0 send 45Mbps
+3      0      [::ffff:10.0.0.2]:6701 [::ffff:10.0.0.3]:50000 users:(("java",pid=7,fd=3))
+\t cubic bytes_acked:1 bytes_received:99
+"""
+
+
+def test_parse_two_sockets():
+    a, b = parse_ss(SAMPLE)
+    assert a.four_tuple == ("10.0.0.2", 41234, "10.0.0.3", 6700)
+    assert (a.send_q, a.bytes_acked, a.bytes_sent, a.pids) == (1448, 7552, 9000, (4242,))
+    assert b.four_tuple == ("10.0.0.2", 6701, "10.0.0.3", 50000)
+    assert (b.recv_q, b.bytes_acked, b.pids) == (3, 1, (7,))
+
+
+def test_reads_this_namespace():
+    """A real connection on loopback shows up with its bytes."""
+    import socket
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    cli = socket.create_connection(srv.getsockname())
+    peer, _ = srv.accept()
+    cli.sendall(b"x" * 5000)
+    peer.recv(10000)
+    port, srv_port = cli.getsockname()[1], srv.getsockname()[1]
+    mine = [s for s in tcp_sockets() if s.src_port == port]
+    cli.close()
+    peer.close()
+    srv.close()
+    assert [s.dst_port for s in mine] == [srv_port]
+    assert mine[0].bytes_acked >= 5000

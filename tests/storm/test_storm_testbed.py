@@ -1,0 +1,169 @@
+"""Storm on the testbed under streamband's manager (000 §V on a real stream engine):
+001's fork-join pinned to two worker hosts, 60 s of plain TCP then 60 s of app-aware
+meters on the same running topology; and a topology streamband did not build, profiled
+all the same."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from streamband.backends.storm import StormProfiler, read_snapshot, worker_reports
+from streamband.storm.flows import component_pairs, placement
+from streamband.storm.manage import FORK_JOIN, ManagedTopology, fork_join_placement
+
+pytestmark = pytest.mark.usefixtures("storm_testbed")
+SECONDS = 60.0
+
+
+def test_fork_join_tcp_then_appaware(storm_testbed, tmp_path):
+    tb, cluster = storm_testbed
+    ips = (tb.ip("w1"), tb.ip("w2"))
+    # TP1 (001 Fig. 1b): A, B on w1; C, D on w2; A->C (4 KB) and B->D (6 KB) share w1's
+    # uplink. At 300 tuples/s, TCP's halves hold B->D near 200 tuples/s while the join
+    # could take 244 (20 Mbit/s split 4:6). A and B are separate workers, so only B's
+    # large receive queue (minutes to fill) couples them: TCP does not balance itself.
+    cluster.submit(cluster.jar, FORK_JOIN.main, "fj", {
+        "bench.rate": 300, "streamband.placement": fork_join_placement("TP1", ips)})
+    info = cluster.wait_running("fj")
+    where = placement(info)
+    assert [w.host for c in "ABCD" for w in where[c]] == [ips[0], ips[0], ips[1], ips[1]]
+    assert len({w for ws in where.values() for w in ws}) == 4  # one executor per worker
+    mt = ManagedTopology(tb, cluster, info, FORK_JOIN)
+    # the meters' matches are the receiving workers' slot ports, as Nimbus placed them
+    expected = [{"src_ip": ips[0], "dst_ip": ips[1], "proto": "tcp", "dst_port": where[d][0].port}
+                for d in "CD"]
+    assert [{k: v for k, v in key.items() if k != "src_port"} for key in mt.keys] == expected
+    time.sleep(10)  # warm-up, excluded
+    tcp = mt.run("tcp", SECONDS, log=tmp_path / "tcp.jsonl")
+    app = mt.run("appaware", SECONDS, log=tmp_path / "appaware.jsonl")
+    print({r["policy"]: (round(r["throughput_tps"], 1), r["latency_ms"], r["failed"])
+           for r in (tcp, app)})
+    for r in (tcp, app):
+        assert r["loop_errors"] == []
+        assert r["allocations"] >= SECONDS - 3
+        # every worker reports once a second, and the manager never used a stale report
+        assert r["profiles"] >= 4 * (SECONDS - 3)
+        assert r["report_age_max_s"] is not None and r["report_age_max_s"] < 2.5
+        assert r["failed"] == 0 and r["acked"] > 0
+    assert tcp["meters"] == [] or all(m["rate_bps"] is None for m in tcp["meters"])
+    metered = sorted((m["flow"]["dst_port"], m["flow"]["src_ip"], m["flow"]["dst_ip"])
+                     for m in app["meters"] if m["rate_bps"] is not None)
+    assert metered == sorted((k["dst_port"], k["src_ip"], k["dst_ip"]) for k in expected)
+    assert app["throughput_tps"] > tcp["throughput_tps"]
+    cluster.kill("fj")
+
+
+WORDCOUNT = """
+import java.util.*;
+import org.apache.storm.*;
+import org.apache.storm.spout.SpoutOutputCollector;
+import org.apache.storm.task.*;
+import org.apache.storm.topology.*;
+import org.apache.storm.topology.base.*;
+import org.apache.storm.tuple.*;
+
+public class WordCount {
+  public static class Sentences extends BaseRichSpout {
+    SpoutOutputCollector out; Random rnd = new Random(); long n;
+    String[] s = {"the cow jumped over the moon", "an apple a day keeps the doctor away",
+                  "four score and seven years ago", "snow white and the seven dwarfs"};
+    public void open(Map<String, Object> c, TopologyContext x, SpoutOutputCollector o) { out = o; }
+    public void nextTuple() { Utils.sleep(2); out.emit(new Values(s[rnd.nextInt(s.length)]), n++); }
+    public void declareOutputFields(OutputFieldsDeclarer d) { d.declare(new Fields("sentence")); }
+  }
+  public static class Split extends BaseBasicBolt {
+    public void execute(Tuple t, BasicOutputCollector o) {
+      for (String w : t.getString(0).split(" ")) o.emit(new Values(w)); }
+    public void declareOutputFields(OutputFieldsDeclarer d) { d.declare(new Fields("word")); }
+  }
+  public static class Count extends BaseBasicBolt {
+    Map<String, Integer> counts = new HashMap<>();
+    public void execute(Tuple t, BasicOutputCollector o) {
+      counts.merge(t.getString(0), 1, Integer::sum); }
+    public void declareOutputFields(OutputFieldsDeclarer d) { }
+  }
+  public static void main(String[] args) throws Exception {
+    TopologyBuilder b = new TopologyBuilder();
+    b.setSpout("sentences", new Sentences(), 2);
+    b.setBolt("split", new Split(), 2).shuffleGrouping("sentences");
+    b.setBolt("count", new Count(), 2).fieldsGrouping("split", new Fields("word"));
+    Config conf = new Config();
+    conf.setNumWorkers(3);
+    StormSubmitter.submitTopology(args[0], conf, b.createTopology());
+  }
+}
+""".replace("Utils.sleep", "org.apache.storm.utils.Utils.sleep")
+
+
+def test_foreign_topology_is_profiled(storm_testbed, tmp_path: Path, request):
+    """A plain word count (default scheduler, groupings, no streamband class): the
+    profiler reports every worker pair that its fields grouping connects (every split
+    task sends words to every count task; Storm's shuffle prefers local tasks, so the
+    spout's pairs depend on load and are not all used)."""
+    tb, cluster = storm_testbed
+    src = tmp_path / "WordCount.java"
+    src.write_text(WORDCOUNT)
+    cp = f"{cluster.home / 'lib'}/*"
+    subprocess.run(["javac", "-cp", cp, "-d", str(tmp_path / "classes"), str(src)], check=True)
+    jar = tmp_path / "wordcount.jar"
+    subprocess.run(["jar", "cf", str(jar), "-C", str(tmp_path / "classes"), "."], check=True)
+    cluster.submit(jar, "WordCount", "wc")
+    request.addfinalizer(lambda: cluster.kill("wc"))
+    info = cluster.wait_running("wc")
+    pairs = component_pairs(info, [("split", "count")])
+    assert len({p.src for p in pairs} | {p.dst for p in pairs}) >= 2
+    assert any(p.remote for p in pairs)
+    deadline = time.monotonic() + 60
+    missing = pairs
+    while missing and time.monotonic() < deadline:
+        time.sleep(2)
+        reports = worker_reports(read_snapshot(cluster.work / "profile.json"), info["id"])
+        missing = [p for p in pairs if reports.get((p.src.host, p.src.port), {}).get(
+            "clients", {}).get(f"{p.dst.host}:{p.dst.port}", {}).get("sent", 0) <= 0]
+    assert missing == []
+    prof = StormProfiler(cluster.work / "profile.json", info["id"], pairs,
+                         hint_bytes=[64.0] * len(pairs))
+    time.sleep(1.5)
+    prof.flow_state()
+    assert prof.last is not None and min(prof.last["msgs_total"]) > 0, prof.last
+
+
+@pytest.mark.parametrize("topology", ["TrendingTopics", "TruckingIoT"])
+def test_benchmark_topology_runs(storm_testbed, topology, request):
+    """000's Trending Topics and Trucking IoT, pinned across both hosts: paced sources,
+    every tuple acked, the sink measures throughput and event-time latency."""
+    from streamband.backends.storm import app_totals
+    from streamband.storm.words import english_words
+
+    tb, cluster = storm_testbed
+    w1, w2 = tb.ip("w1"), tb.ip("w2")
+    if topology == "TrendingTopics":
+        conf = {"bench.rate": 100, "bench.words": english_words(2000), "bench.k": 20,
+                "streamband.placement": {"tweets": [w1], "split": [w1], "count": [w2],
+                                         "topk": [w2], "report": [w1]}}
+    else:
+        conf = {"bench.rate": 100, "streamband.placement": {
+            "trucks": [w1], "traffic": [w2], "combine": [w2], "score": [w1]}}
+    name = topology.lower()
+    cluster.submit(cluster.jar, f"streamband.storm.topo.{topology}", name, conf)
+    request.addfinalizer(lambda: cluster.kill(name))
+    info = cluster.wait_running(name)
+    deadline = time.monotonic() + 90  # the workers' JVMs start on 2 cores
+    while "sink.count" not in app_totals(read_snapshot(cluster.work / "profile.json"),
+                                         info["id"]) and time.monotonic() < deadline:
+        time.sleep(1)
+    time.sleep(5)
+    t0 = app_totals(read_snapshot(cluster.work / "profile.json"), info["id"])
+    time.sleep(10)
+    t1 = app_totals(read_snapshot(cluster.work / "profile.json"), info["id"])
+    emitted = t1["spout.emitted"] - t0["spout.emitted"]
+    assert 0.7 * 100 * 10 <= emitted <= 1.3 * 100 * 10 * (2 if topology == "TruckingIoT" else 1)
+    assert t1.get("spout.failed", 0) == 0 and t1["spout.acked"] > 0
+    got = t1["sink.count"] - t0["sink.count"]
+    assert got > 0
+    latency = (t1["sink.latency_sum_ms"] - t0["sink.latency_sum_ms"]) / got
+    assert 0 < latency < 10_000
