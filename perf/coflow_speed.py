@@ -12,7 +12,7 @@ that engine; ``stream-oracle`` with the old 1 s starvation timer is the old
 trace; the ratio is its wall time over each scheduler's.
 
     .venv/bin/python perf/coflow_speed.py [--policies a,b] [--baseline-coflows N]
-                                          [--step 0.01] [--no-baseline]
+                                          [--step 0.01] [--no-baseline] [--timeout S]
 
 The ratio column needs the baseline on the whole trace (``--baseline-coflows 0``);
 by default it runs on the first 60 coflows beside the event-driven fs on them.
@@ -113,6 +113,9 @@ def main() -> None:
                          "the whole trace takes over an hour at 10 ms steps)")
     ap.add_argument("--step", type=float, default=0.01, help="time-stepped step, s")
     ap.add_argument("--no-baseline", action="store_true")
+    ap.add_argument("--timeout", type=float, default=None,
+                    help="stop a scheduler's run after this many seconds wall (reported as "
+                         "not finished)")
     a = ap.parse_args()
     want = a.policies.split(",")
     ref = json.loads(REFERENCE.read_text()) if REFERENCE.is_file() else {"cct": {}}
@@ -122,8 +125,13 @@ def main() -> None:
         if label not in want:
             continue
         t0 = time.perf_counter()
-        p = subprocess.run([sys.executable, __file__, "--child", str(i)], capture_output=True,
-                           text=True)
+        try:
+            p = subprocess.run([sys.executable, __file__, "--child", str(i)],
+                               capture_output=True, text=True, timeout=a.timeout)
+        except subprocess.TimeoutExpired:
+            console.print(f"{label}: not finished after {a.timeout:g} s wall (stopped)",
+                          highlight=False)
+            continue
         if p.returncode:
             console.print(f"{label}: failed\n{p.stderr[-2000:]}")
             continue
@@ -134,7 +142,9 @@ def main() -> None:
             rel = np.abs(new - old) / np.abs(old)
             diff = f"{rel.max():.1e} ({int((rel > 1e-9).sum())} > 1e-9)"
         rows.append((label, o, diff, time.perf_counter() - t0))
-        console.print(f"{label}: {o['wall']:.1f} s, {o['events']} events", highlight=False)
+        console.print(f"{label}: {o['wall']:.1f} s wall, {o['cpu']:.1f} s CPU, {o['events']} "
+                      f"events, peak RSS {o['rss']:.0f} MiB, avg CCT {o['avg']:.3f} s, vs "
+                      f"previous engine {diff}", highlight=False)
     base_wall = None
     base_note = ""
     if not a.no_baseline:
