@@ -1,16 +1,26 @@
-"""Issue 3 performance goal, measured honestly.
+"""Speed of the coflow simulator: every scheduler on the whole FB2010 trace (526
+coflows, 706,397 flows) on the 150-port 1 Gbit/s (2^30 bit/s) big switch.
 
-1. Per policy, the whole FB2010 trace on the 150-port 1G big switch through the
-   compiled loops: wall (best of ``repeats``), events, events/s, peak RSS. Each run is
-   a fresh subprocess, so the peak memory is that policy's own.
-2. Baseline: a straightforward *time-stepped* max-min fair-sharing simulator (fixed
-   step ``DT``, rates re-solved every step by water-filling, remaining bytes decremented)
-   on the same prefix subset as the event engine's ``fs``; both are timed on that
-   subset and the ratio is printed, with the CCT difference the step causes.
+Per scheduler, in a fresh process (so the peak memory is its own): wall time, CPU
+time of the run (the machine is shared: CPU time moves less with the load), events,
+events/s, peak RSS, average CCT, and for the schedulers whose rules did not change the
+largest relative CCT difference from the engine this one replaced
+(``perf/data/coflow_reference_full.json``, made by ``perf/coflow_reference.py`` from
+that engine; ``stream-oracle`` with the old 1 s starvation timer is the old
+``stream``). Baseline, in the same script: a plain time-stepped max-min simulator
+(fixed step, rates re-solved every step, remaining bytes decremented) on the same
+trace; the ratio is its wall time over each scheduler's.
+
+    .venv/bin/python perf/coflow_speed.py [--policies a,b] [--baseline-coflows N]
+                                          [--step 0.01] [--no-baseline] [--timeout S]
+
+The ratio column needs the baseline on the whole trace (``--baseline-coflows 0``);
+by default it runs on the first 60 coflows beside the event-driven fs on them.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -28,21 +38,40 @@ from streamband.sim.coflow.sharing import water_fill
 from streamband.sim.coflow.trace import read_trace
 from streamband.sim.coflow.workloads import from_trace
 
-TRACE = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "FB2010-1Hr-150-0.txt"
-DT = 0.01  # s, the time-stepped baseline's step
+ROOT = Path(__file__).resolve().parents[1]
+TRACE = ROOT / ".." / "shared" / "data" / "FB2010-1Hr-150-0.txt"
+REFERENCE = ROOT / "perf" / "data" / "coflow_reference_full.json"
+#: (label, registry name, options, reference entry or None)
+RUNS = [
+    ("fs", "fs", {}, "fs"),
+    ("fs-static", "fs-static", {}, "fs-static"),
+    ("baraat", "baraat", {}, "baraat"),
+    ("aalo", "aalo", {}, "aalo"),
+    ("varys", "varys", {}, "varys"),
+    ("stream", "stream", {}, None),
+    ("stream-oracle", "stream-oracle", {}, None),
+    ("stream-oracle (1 s timer)", "stream-oracle", {"starve_s": 1.0}, "stream"),
+]
 
 
-def time_stepped_fs(wl, port_bps: float, dt: float = DT) -> np.ndarray:
-    """Coflow finish times under per-flow max-min fair sharing, stepped by ``dt``."""
+def time_stepped_fs(wl, port_bps: float, dt: float) -> np.ndarray:
+    """Per-coflow CCTs under per-flow max-min fair sharing, stepped by ``dt``: every
+    step the rates of the active flows are solved (water-filling over the port pairs)
+    and their remaining bytes decremented."""
     fab = big_switch(wl.n_nodes, port_bps)
     pid, links = path_table(wl, fab)
     cap = fab.cap_bps / 8.0
     rel = wl.group_arrival[wl.group]
+    order = np.argsort(rel, kind="stable")
     rem = wl.size.astype(float).copy()
     fin = np.full(wl.n_flows, np.nan)
-    t = 0.0
-    while np.isnan(fin).any():
-        act = np.flatnonzero((rel <= t) & np.isnan(fin))
+    act = np.zeros(0, np.int64)
+    nxt, t = 0, 0.0
+    while nxt < len(order) or act.size:
+        j = np.searchsorted(rel[order], t, side="right")
+        if j > nxt:
+            act = np.concatenate([act, order[nxt:j]])
+            nxt = j
         if act.size:
             cnt = np.bincount(pid[act], minlength=len(links))
             used = np.flatnonzero(cnt)
@@ -50,60 +79,104 @@ def time_stepped_fs(wl, port_bps: float, dt: float = DT) -> np.ndarray:
             r = np.zeros(len(links))
             r[used] = g
             rem[act] -= r[pid[act]] * dt
-            fin[act[rem[act] <= 1e-3]] = t + dt
-        t += dt
+            done = rem[act] <= 1e-3
+            fin[act[done]] = t + dt
+            act = act[~done]
+            t += dt
+        else:
+            t = max(t + dt, float(rel[order[nxt]]))
     out = np.full(wl.n_coflows, -np.inf)
     np.maximum.at(out, wl.coflow, fin)
     return out - wl.coflow_arrival
 
 
-def _child(policy: str) -> None:
+def _child(i: int) -> None:
     import resource
 
+    label, name, opts, _ = RUNS[i]
     wl = from_trace(read_trace(TRACE))
-    r = simulate(wl, policy)
+    cpu0 = resource.getrusage(resource.RUSAGE_SELF).ru_utime
+    r = simulate(wl, name, **opts)
+    s = r.summary()
     print(json.dumps({"wall": r.result.wall_s, "events": r.result.events,
-                      "avg": r.summary()["avg_cct_s"],
+                      "cpu": resource.getrusage(resource.RUSAGE_SELF).ru_utime - cpu0,
+                      "avg": s["avg_cct_s"], "cct": [float(x) for x in r.result.cct],
                       "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 
 
-def main(policies: tuple[str, ...] = ("fs", "fs-static", "baraat", "aalo", "stream"),
-         repeats: int = 2, prefix: int = 60) -> None:
-    tab = Table(title="FB2010 full trace, 150-port 1G big switch, compiled loops")
-    for c in ("policy", "flows", "events", "wall s (runs)", "events/s", "peak RSS MiB",
-              "avg CCT s"):
-        tab.add_column(c)
-    for pol in policies:
-        outs = []
-        for _ in range(repeats if pol != "stream" else 1):
-            p = subprocess.run([sys.executable, __file__, "--child", pol], capture_output=True,
-                               text=True, check=True)
-            outs.append(json.loads(p.stdout.strip().splitlines()[-1]))
-        best = min(outs, key=lambda o: o["wall"])
-        tab.add_row(pol, "706397", str(best["events"]),
-                    " / ".join(f"{o['wall']:.2f}" for o in outs),
-                    f"{best['events'] / best['wall']:.0f}", f"{max(o['rss'] for o in outs):.0f}",
-                    f"{best['avg']:.3f}")
-    Console().print(tab)
-    small = from_trace(read_trace(TRACE).head(prefix))
-    t0 = time.perf_counter()
-    ev = simulate(small, "fs")
-    t_ev = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    cct = time_stepped_fs(small, GBIT)
-    t_ts = time.perf_counter() - t0
-    base = Table(title=f"baseline: time-stepped fs (step {DT * 1e3:g} ms) vs event engine, "
-                       f"first {prefix} coflows ({small.n_flows} flows)")
-    for c in ("engine", "wall s", "avg CCT s", "ratio"):
-        base.add_column(c)
-    base.add_row("time-stepped (numpy)", f"{t_ts:.2f}", f"{cct.mean():.4f}", "x1")
-    base.add_row("event-driven (compiled)", f"{t_ev:.3f}", f"{ev.result.cct.mean():.4f}",
-                 f"x{t_ts / t_ev:.0f}")
-    Console().print(base)
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--policies", default=",".join(r[0] for r in RUNS),
+                    help="labels to run, comma-separated")
+    ap.add_argument("--baseline-coflows", type=int, default=60,
+                    help="run the time-stepped baseline on the first N coflows (0: all; "
+                         "the whole trace takes over an hour at 10 ms steps)")
+    ap.add_argument("--step", type=float, default=0.01, help="time-stepped step, s")
+    ap.add_argument("--no-baseline", action="store_true")
+    ap.add_argument("--timeout", type=float, default=None,
+                    help="stop a scheduler's run after this many seconds wall (reported as "
+                         "not finished)")
+    a = ap.parse_args()
+    want = a.policies.split(",")
+    ref = json.loads(REFERENCE.read_text()) if REFERENCE.is_file() else {"cct": {}}
+    console = Console(width=160)
+    rows = []
+    for i, (label, _, _, refname) in enumerate(RUNS):
+        if label not in want:
+            continue
+        t0 = time.perf_counter()
+        try:
+            p = subprocess.run([sys.executable, __file__, "--child", str(i)],
+                               capture_output=True, text=True, timeout=a.timeout)
+        except subprocess.TimeoutExpired:
+            console.print(f"{label}: not finished after {a.timeout:g} s wall (stopped)",
+                          highlight=False)
+            continue
+        if p.returncode:
+            console.print(f"{label}: failed\n{p.stderr[-2000:]}")
+            continue
+        o = json.loads(p.stdout.strip().splitlines()[-1])
+        diff = "-"
+        if refname is not None and refname in ref["cct"]:
+            old, new = np.array(ref["cct"][refname]), np.array(o["cct"])
+            rel = np.abs(new - old) / np.abs(old)
+            diff = f"{rel.max():.1e} ({int((rel > 1e-9).sum())} > 1e-9)"
+        rows.append((label, o, diff, time.perf_counter() - t0))
+        console.print(f"{label}: {o['wall']:.1f} s wall, {o['cpu']:.1f} s CPU, {o['events']} "
+                      f"events, peak RSS {o['rss']:.0f} MiB, avg CCT {o['avg']:.3f} s, vs "
+                      f"previous engine {diff}", highlight=False)
+    base_wall = None
+    base_note = ""
+    if not a.no_baseline:
+        tr = read_trace(TRACE)
+        n = a.baseline_coflows
+        wl = from_trace(tr.head(n) if n else tr)
+        t0 = time.perf_counter()
+        cct = time_stepped_fs(wl, GBIT, a.step)
+        base_wall = time.perf_counter() - t0
+        ev = simulate(wl, "fs").result
+        base_note = (f"time-stepped fs ({a.step * 1e3:g} ms steps, numpy) on "
+                     f"{wl.n_coflows} coflows: {base_wall:.1f} s, avg CCT {cct.mean():.3f} s; "
+                     f"event-driven fs on the same: {ev.wall_s:.3f} s, avg CCT "
+                     f"{ev.cct.mean():.3f} s (x{base_wall / ev.wall_s:.0f})")
+        console.print(base_note, highlight=False)
+    tab = Table(title="FB2010, whole trace, 150-port 1 Gbit/s (2^30 bit/s) big switch")
+    for c in ("scheduler", "events", "wall s", "CPU s", "events/s", "peak RSS MiB", "avg CCT s",
+              "vs previous engine (max rel. CCT diff)", "time-stepped / this"):
+        tab.add_column(c, justify="right")
+    for label, o, diff, _ in rows:
+        ratio = ("-" if base_wall is None or a.baseline_coflows
+                 else f"x{base_wall / o['wall']:.1f}")
+        tab.add_row(label, str(o["events"]), f"{o['wall']:.1f}", f"{o['cpu']:.1f}",
+                    f"{o['events'] / o['wall']:,.0f}", f"{o['rss']:.0f}", f"{o['avg']:.3f}",
+                    diff, ratio)
+    console.print(tab)
+    if base_note:
+        console.print(f"baseline: {base_note}", highlight=False)
 
 
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--child":
-        _child(sys.argv[2])
+        _child(int(sys.argv[2]))
     else:
         main()

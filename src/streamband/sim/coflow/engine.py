@@ -23,6 +23,12 @@ from streamband.model.fabric import Fabric
 from streamband.sim.coflow.sharing import priority_fill
 from streamband.sim.coflow.workloads import Workload
 
+#: a flow whose remaining bytes are within TOL_REL x its size + TOL_BYTES is complete
+#: (float residue); small, so that when an event finds a flow just within it, the
+#: flow finishes early by a negligible time even at a trickle of a rate
+TOL_REL = 1e-12
+TOL_BYTES = 1e-6
+
 
 class SimulationError(RuntimeError):
     """The run cannot go on (e.g. active flows that no event will ever serve)."""
@@ -33,11 +39,26 @@ def path_table(wl: Workload, fabric: Fabric) -> tuple[np.ndarray, np.ndarray]:
     max-min rate. A path is the host pair: on the big switch the port pair, on the
     fat-tree the ECMP path hashed on the host pair (004 §IV-B "ECMP ... each flow
     traverses along one path"; hashing the addresses, not the flow id, keeps the table
-    at most hosts^2 long whatever the flow count: the fat-tree speed fix of issue 3)."""
+    at most hosts^2 long whatever the flow count)."""
     key = wl.src * fabric.n_hosts + wl.dst
     ukey, pid = np.unique(key, return_inverse=True)
     links = fabric.paths(ukey // fabric.n_hosts, ukey % fabric.n_hosts, ukey)
     return pid.astype(np.int64).ravel(), links
+
+
+#: a full-size Ethernet frame (bytes), for the fabric's round trip
+MTU_BYTES = 1500
+
+
+def fabric_rtt(fabric: Fabric) -> float:
+    """One round trip (s) over the fabric's longest path: a full-size frame stored and
+    forwarded on every link of the path, both ways, no queueing (the default
+    information delay of Information-Relay, 004 §III-C: a receiver's bytes reach a
+    sender on its ACK and a peer receiver on the sender's data)."""
+    n = fabric.n_hosts
+    links = fabric.paths(np.array([0]), np.array([n - 1]), np.array([0]))[0]
+    links = links[links < fabric.n_links]
+    return 2.0 * float(np.sum(MTU_BYTES * 8.0 / fabric.cap_bps[links]))
 
 
 class Scheduler:
@@ -45,6 +66,18 @@ class Scheduler:
     (or :meth:`levels`) and the hooks; keep all state in numpy arrays."""
 
     name = "base"
+
+    def params(self) -> dict:
+        """The scheduler's parameters by name (reports, JSON)."""
+        return {}
+
+    def compiled_params(self, fabric: Fabric) -> dict:
+        """Keyword arguments of the compiled core's ``SchedParams`` for this scheduler."""
+        return {"policy": self.name}
+
+    def unit_weights(self, wl: Workload) -> np.ndarray:
+        """Priority weight per decision unit (1 unless the scheduler weighs them)."""
+        return np.ones(len(wl.unit_coflow))
 
     def bind(self, sim: Simulation) -> None:
         self.sim = sim
@@ -83,7 +116,9 @@ class Result:
 
 
 class Simulation:
-    """Runs ``workload`` on ``fabric`` under ``scheduler``."""
+    """The Python reference engine: runs ``workload`` (flows with their coflows, units
+    and release groups) on ``fabric`` (link capacities and a path per host pair) under
+    ``scheduler`` (a :class:`Scheduler`, bound to this simulation)."""
 
     def __init__(self, workload: Workload, fabric: Fabric, scheduler: Scheduler) -> None:
         wl = workload
@@ -97,7 +132,7 @@ class Simulation:
         self.pid, self.path_links = path_table(wl, fabric)
         self.n_paths = len(self.path_links)
         self.rem = wl.size.astype(float).copy()
-        self.tol = 1e-9 * wl.size + 1e-3
+        self.tol = TOL_REL * wl.size + TOL_BYTES
         self.finish = np.full(F, np.nan)
         self.release_time = np.full(F, np.nan)
         order = np.argsort(wl.group, kind="stable")
@@ -199,13 +234,14 @@ class Simulation:
                     f"t={t:.6g}s: {act.size} active flows get no bandwidth and no event is due"
                 )
             dt = t_next - t
+            t_prev = t
             rem -= rates * dt
             self.rem[act] = rem
             self.sched.on_advance(act, rates, dt)
             t = t_next
             self.t = t
             self.events += 1
-            done = (rem <= self.tol[act]) | (tf <= dt * (1 + 1e-12))
+            done = (rem <= self.tol[act]) | (tf <= dt * (1 + 1e-12)) | (t_prev + tf <= t)
             if done.any():
                 fin = act[done]
                 self.act = act[~done]

@@ -1,16 +1,14 @@
-"""The compiled loops (``rust/coflow_core``).
+"""The compiled loops (``rust/coflow_core``), behind the same scheduler objects.
 
-- :func:`run_bigswitch`: the big-switch loop for ``fs`` and ``fs-static`` (per port
-  pair service counters; the whole FB2010 trace in seconds, issue 3 performance goal).
-- :func:`run_fabric`: the general loop on any fabric (a link table) with strict
-  priority between levels and max-min inside a level (004 §III-B), the priority rules
-  of ``stream`` (eq. 2-5, starvation mitigation §III-D), ``aalo`` (D-CLAS) and
-  ``baraat`` (FIFO-LM) behind one enum, and ``fs`` / ``fs-static``. Scheduler
-  parameters are read from the Python scheduler object, which stays the readable
-  reference; tests compare both engines to 1e-9 relative.
+- :func:`run_compiled`: any registered scheduler whose entry is ``compiled`` (every
+  one), on any fabric; the scheduler's parameters go to the core as one typed
+  object (``SchedParams``), built by the scheduler's :meth:`compiled_params`;
+- :func:`run_bigswitch`: ``fs`` / ``fs-static`` on a big switch by port pairs, for
+  workloads without release dependencies (the fastest path for those two).
 
-Same model as :class:`~streamband.sim.coflow.engine.Simulation` with those schedulers.
-``varys`` (clairvoyant, an upper reference) runs only in the Python engine.
+Same model as :class:`~streamband.sim.coflow.engine.Simulation` with the Python
+scheduler classes, which stay the readable reference; tests compare both engines to
+1e-9 relative.
 """
 
 from __future__ import annotations
@@ -24,13 +22,13 @@ from streamband.model.fabric import Fabric
 from streamband.sim.coflow.engine import Result, Scheduler, path_table
 from streamband.sim.coflow.workloads import Workload
 
-POLICIES = ("fs", "fs-static")
-FABRIC_POLICIES = ("fs", "fs-static", "stream", "aalo", "baraat")
+#: the port-pair loop runs these (no levels, no release dependencies)
+BIGSWITCH = ("fs", "fs-static")
 
 
-def supports(wl: Workload, policy: str) -> bool:
-    """The big-switch loop: fs / fs-static without release dependencies."""
-    return policy in POLICIES and not any(wl.group_deps)
+def bigswitch_supports(wl: Workload, name: str) -> bool:
+    """Whether the big-switch port-pair loop can run scheduler ``name`` on ``wl``."""
+    return name in BIGSWITCH and not any(wl.group_deps)
 
 
 def _i64(a: np.ndarray) -> bytes:
@@ -49,28 +47,22 @@ def _result(wl: Workload, raw: bytes, events: int, t0: float) -> Result:
                   time.perf_counter() - t0)
 
 
-def run_bigswitch(wl: Workload, port_bps: float, policy: str) -> Result:
+def run_bigswitch(wl: Workload, port_bps: float, name: str) -> Result:
     """Run ``wl`` on a ``wl.n_nodes``-port big switch of ``port_bps`` bit/s per port."""
     if any(wl.group_deps):
         raise ValueError("the big-switch loop has no release dependencies (waves, DAGs)")
     t0 = time.perf_counter()
     release = wl.group_arrival[wl.group]
     raw, events = _core.bigswitch_run(int(wl.n_nodes), float(port_bps) / 8.0, _i64(wl.src),
-                                      _i64(wl.dst), _f64(wl.size), _f64(release), policy)
+                                      _i64(wl.dst), _f64(wl.size), _f64(release), name)
     return _result(wl, raw, events, t0)
 
 
-def run_fabric(wl: Workload, fabric: Fabric, sched: Scheduler) -> Result:
-    """Run ``wl`` on ``fabric`` under ``sched`` (one of :data:`FABRIC_POLICIES`) in the
-    compiled general loop."""
-    if sched.name not in FABRIC_POLICIES:
-        raise ValueError(f"policy: the compiled loop runs {', '.join(FABRIC_POLICIES)}, "
-                         f"got {sched.name!r}")
-    t0 = time.perf_counter()
+def core_workload(wl: Workload, fabric: Fabric, sched: Scheduler) -> dict:
+    """The workload as the core reads it: named int64 / float64 buffers."""
     pid, links = path_table(wl, fabric)
     L = fabric.n_links
     links = np.where(links >= L, -1, links)
-    cap = fabric.cap_bps[:L] / 8.0
     G = len(wl.group_arrival)
     deps = np.array([len(d) for d in wl.group_deps], np.int64)
     parents: list[list[int]] = [[] for _ in range(G)]
@@ -81,22 +73,21 @@ def run_fabric(wl: Workload, fabric: Fabric, sched: Scheduler) -> Result:
     par = np.array([p for ps in parents for p in ps], np.int64)
     rank = np.empty(wl.n_coflows, np.int64)
     rank[np.argsort(wl.coflow_arrival, kind="stable")] = np.arange(wl.n_coflows)
-    tau = list(map(float, getattr(sched, "tau", [np.inf])))
-    W = getattr(sched, "unit_weights", None)
-    u_w = W(wl) if W is not None else np.ones(len(wl.unit_coflow))
-    params = {
-        "alpha": float(getattr(sched, "alpha", 0.0)),
-        "beta": float(getattr(sched, "beta", 1.0)),
-        "starve_s": float(getattr(sched, "starve_s", np.inf)),
-        "relay": float(getattr(sched, "relay", True)),
-        "heavy": float(getattr(sched, "heavy_bytes", np.inf)),
+    return {
+        "cap": _f64(fabric.cap_bps[:L] / 8.0), "plinks": _i64(links),
+        "width": int(links.shape[1]),
+        "f_path": _i64(pid), "f_unit": _i64(wl.unit), "f_cof": _i64(wl.coflow),
+        "f_group": _i64(wl.group), "f_src": _i64(wl.src), "f_size": _f64(wl.size),
+        "u_cof": _i64(wl.unit_coflow), "u_group": _i64(wl.unit_group),
+        "u_w": _f64(sched.unit_weights(wl)), "c_rank": _i64(rank),
+        "g_arrival": _f64(wl.group_arrival), "g_deps": _i64(deps),
+        "g_par_ptr": _i64(par_ptr), "g_par": _i64(par),
     }
-    raw, events = _core.fabric_run(
-        sched.name, _f64(cap), _i64(links), int(links.shape[1]),
-        (_i64(pid), _i64(wl.unit), _i64(wl.coflow), _i64(wl.group), _f64(wl.size)),
-        (_i64(wl.unit_coflow), _i64(wl.unit_group), _f64(u_w)),
-        _i64(rank),
-        (_f64(wl.group_arrival), _i64(deps), _i64(par_ptr), _i64(par)),
-        tau, params,
-    )
+
+
+def run_compiled(wl: Workload, fabric: Fabric, sched: Scheduler) -> Result:
+    """Run ``wl`` on ``fabric`` under ``sched`` in the compiled loop."""
+    t0 = time.perf_counter()
+    data = core_workload(wl, fabric, sched)
+    raw, events = _core.fabric_run(_core.SchedParams(**sched.compiled_params(fabric)), data)
     return _result(wl, raw, events, t0)

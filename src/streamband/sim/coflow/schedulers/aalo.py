@@ -27,6 +27,12 @@ class Aalo(Scheduler):
         self.K = queues
         self.tau = thresholds(queues)
 
+    def params(self) -> dict:
+        return {"queues": self.K}
+
+    def compiled_params(self, fabric) -> dict:
+        return {"policy": self.name, "tau": [float(x) for x in self.tau]}
+
     def bind(self, sim) -> None:
         super().bind(sim)
         C = sim.wl.n_coflows

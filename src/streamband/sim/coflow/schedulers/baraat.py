@@ -17,6 +17,12 @@ class Baraat(Scheduler):
     def __init__(self, heavy_bytes: float = 1024 * MIB) -> None:
         self.heavy_bytes = heavy_bytes
 
+    def params(self) -> dict:
+        return {"heavy_bytes": self.heavy_bytes}
+
+    def compiled_params(self, fabric) -> dict:
+        return {"policy": self.name, "heavy_bytes": float(self.heavy_bytes)}
+
     def bind(self, sim) -> None:
         super().bind(sim)
         C = sim.wl.n_coflows

@@ -1,6 +1,6 @@
 """``fs-static``: each flow gets min(port rate / flows at its sender, port rate / flows
 at its receiver) — the simple per-end share some published simulators use. Not
-work-conserving; a baseline only (issue 3)."""
+work-conserving; a baseline only."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``stream``: 004's receiver-driven C-SJF (§III-B/C/D).
+"""``stream`` and ``stream-oracle``: 004's receiver-driven C-SJF (§III-B/C/D).
 
 The decision unit is a receiver's sub-coflow (a trace coflow's reducer; a DAG node's
 reducer). Each receiver decides from what it has seen:
@@ -6,45 +6,105 @@ reducer). Each receiver decides from what it has seen:
 - own bytes received ``x`` (sum of x_f of eq. 2), flows seen ``n_c`` and finished
   ``n_c^fnsh`` (eq. 3; n_c grows as new waves arrive, "adjusted as new information
   becomes available");
-- Information-Relay (eq. 5): ``S`` = bytes received by the other receivers of the same
-  coflow, relayed by the shared senders; the receiver learns it at events (the relay
-  piggybacks on data, so between events it does not move: the information delay);
-- Child-to-Parent: completed children's sizes, added to ``S`` of the parent's receivers;
-- Weighted-Priority (eq. 4): ``W = alpha * log(m + 1)`` for m > 1 sub-coflows (m = the
-  internal id of Algorithm 1), else 1.
+- Information-Relay (IR, eq. 5, §III-C): ``S`` = bytes received by the other receivers
+  of the same coflow, as far as this receiver has learnt them (``relay``):
+
+  * ``"decentralized"`` (``stream``): a sender that serves several receivers of a
+    coflow hears each one's bytes received on its ACKs and piggybacks the sum of the
+    others' on the data it sends to a receiver. Receiver u learns through sender h, at
+    an event at which h served u at a positive rate, ``V[u,h] = sum of x[u'] over the
+    receivers u' != u that h serves``, as it was ``info_delay_s`` earlier (the ACK and
+    the data each take half a round trip); it keeps the last value while h is not
+    sending to it. ``S = max over its senders h of V[u,h]``: reports of different
+    senders overlap, so they are not added. A receiver that shares no sender with a
+    peer never sees that peer's bytes;
+  * ``"oracle"`` (``stream-oracle``): the whole coflow's byte count at every event
+    (Aalo's central view, kept as an upper reference);
+  * ``"none"``: no relay (S = 0);
+- Child-to-Parent (CP, §III-C): when a child sub-coflow completes, its size reaches the
+  receivers of the parent, once; the children's bytes are subtracted from the relayed
+  total so that IR does not count them a second time;
+- Weighted-Priority (WP, eq. 4): for a sub-coflow with internal id m > 1 (Algorithm 1)
+  the literal weight is ``W = alpha ln(m + 1)``, else 1. With alpha = 0.5 that is below 1
+  for m <= 6, so later sub-coflows would be demoted *more slowly* than the first batch,
+  against §III-C's stated purpose ("sub-coflows of the same coflow that arrive later will
+  be deprioritized faster"). ``weight="max1"`` (the default) uses
+  ``W = max(1, alpha ln(m + 1))``, which never slows demotion and grows with m;
+  ``weight="literal"`` is eq. (4) as written.
 
 Reading of eq. (2): a unit in queue k stays while ``min(1, (tau_k + alpha H_c) /
 (W (beta S + x))) = 1`` and is demoted to k+1 otherwise (repeated until it fits), with
 exponentially spaced tau_k (§III-D); priorities never rise back (P_f = max(P_f, P_f')).
-The exact crossing time is known in closed form (rates are constant between events),
-so demotions are events, not ticks. Starvation mitigation (§III-D): a unit whose flows
-got no bandwidth for ``starve_s`` is raised one queue and held there for ``starve_s``.
+The test allows 1e-9 relative (``DUE``), so the event scheduled at a crossing demotes.
+The exact crossing time of the own-byte term is known in closed form (rates are
+constant between events), so demotions are events, not ticks; relayed bytes are
+applied at events. Starvation mitigation (§III-D): a unit whose flows got no bandwidth
+for ``starve_s`` is raised one queue and held there for ``starve_s``; the default 10 ms
+is the timer of 004 §IV-A ("the timer expires at 10ms, which is TCP RTOmin").
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from streamband.sim.coflow.engine import Scheduler
+from streamband.sim.coflow.engine import Scheduler, fabric_rtt
 from streamband.sim.coflow.schedulers.thresholds import thresholds
 from streamband.sim.coflow.trace import MIB
+
+#: 004 §IV-A: the starvation timer (TCP RTOmin), seconds.
+STARVE_S = 0.010
+RELAYS = ("decentralized", "oracle", "none")
+#: a unit is demoted once W y exceeds the limit less 1e-9 relative, so that the event
+#: scheduled at the exact crossing demotes it whatever the rounding of y
+DUE = 1.0 - 1e-9
+WEIGHTS = ("max1", "literal")
+
+
+def wp_weight(subid: np.ndarray, alpha: float, form: str) -> np.ndarray:
+    """Weighted-Priority W of eq. (4) per unit from its internal sub-coflow id m."""
+    m = np.asarray(subid, float)
+    lit = np.where(m > 1, alpha * np.log(m + 1), 1.0)
+    if form == "literal":
+        return np.maximum(lit, 1e-9)  # alpha = 0 would divide by zero in the crossing
+    return np.maximum(lit, 1.0)
 
 
 class Stream(Scheduler):
     name = "stream"
 
     def __init__(self, queues: int = 4, alpha: float = 0.5, beta: float = 1.0,
-                 starve_s: float = 1.0, relay: bool = True) -> None:
+                 starve_s: float = STARVE_S, relay: str = "decentralized",
+                 weight: str = "max1", info_delay_s: float | None = None) -> None:
         if not 2 <= queues <= 8:
             raise ValueError(f"queues: expected 2..8 (004 §III-D), got {queues}")
-        self.K, self.alpha, self.beta, self.starve_s, self.relay = (
-            queues, alpha, beta, starve_s, relay)
+        if relay not in RELAYS:
+            raise ValueError(f"relay: expected one of {', '.join(RELAYS)}, got {relay!r}")
+        if weight not in WEIGHTS:
+            raise ValueError(f"weight: expected one of {', '.join(WEIGHTS)}, got {weight!r}")
+        self.K, self.alpha, self.beta, self.starve_s = queues, alpha, beta, starve_s
+        self.relay, self.weight, self.info_delay_s = relay, weight, info_delay_s
         self.tau = thresholds(queues)
+
+    def params(self) -> dict:
+        """The scheduler's parameters by name (what the compiled loop receives)."""
+        return {"queues": self.K, "alpha": self.alpha, "beta": self.beta,
+                "starve_s": self.starve_s, "relay": self.relay, "weight": self.weight,
+                "info_delay_s": self.info_delay_s}
+
+    def delay_s(self, fabric) -> float:
+        """The information delay: ``info_delay_s``, or one round trip of ``fabric``."""
+        return fabric_rtt(fabric) if self.info_delay_s is None else float(self.info_delay_s)
+
+    def compiled_params(self, fabric) -> dict:
+        return {"policy": "stream", "tau": [float(x) for x in self.tau], "alpha": self.alpha,
+                "beta": self.beta, "starve_s": self.starve_s, "relay": self.relay,
+                "info_delay_s": self.delay_s(fabric) if self.relay == "decentralized" else 0.0}
 
     def bind(self, sim) -> None:
         super().bind(sim)
         wl = sim.wl
         U, C, G = len(wl.unit_coflow), wl.n_coflows, len(wl.group_arrival)
+        self.delay = self.delay_s(sim.fabric)
         self.x = np.zeros(U)
         self.q = np.zeros(U, np.int64)
         self.n_seen = np.zeros(U)
@@ -57,11 +117,21 @@ class Stream(Scheduler):
         self.has_active = np.zeros(U, bool)
         self.starve_since = np.full(U, np.nan)
         self.hold_until = np.full(U, -np.inf)
+        # Information-Relay: one (sender, unit) pair per hub-receiver relation
+        hub_key = wl.coflow * wl.n_nodes + wl.src
+        pair_key = hub_key * U + wl.unit
+        upair, self.f_pair = np.unique(pair_key, return_inverse=True)
+        self.f_pair = self.f_pair.ravel()
+        _, self.p_hub = np.unique(upair // U, return_inverse=True)
+        self.p_hub = self.p_hub.ravel()
+        self.p_unit = upair % U
+        self.view = np.zeros(len(upair))  # V[u, h] last delivered
+        self.r_flow = np.zeros(wl.n_flows)  # rate of every flow over the last interval
+        self.hist: list[tuple[float, np.ndarray, np.ndarray]] = []  # (t, x(t), r_u after t)
 
     def unit_weights(self, wl) -> np.ndarray:
-        """Weighted-Priority (eq. 4): W = alpha log(m + 1) for sub-coflow id m > 1."""
-        m = wl.unit_subid.astype(float)
-        return np.maximum(np.where(m > 1, self.alpha * np.log(m + 1), 1.0), 1e-9)
+        """Weighted-Priority (eq. 4), in the form chosen by ``weight``."""
+        return wp_weight(wl.unit_subid, self.alpha, self.weight)
 
     # -- what the receiver has seen --------------------------------------------
     def on_release(self, flows: np.ndarray, t: float) -> None:
@@ -71,7 +141,7 @@ class Stream(Scheduler):
         wl, sim = self.sim.wl, self.sim
         self.n_fin += np.bincount(wl.unit[flows], minlength=len(self.x))
         for g in np.unique(wl.group[flows]):
-            if sim.group_left[g] == 0:  # Child-to-Parent: report the child's size
+            if sim.group_left[g] == 0:  # Child-to-Parent: report the child's size, once
                 for p in sim.group_parents[g]:
                     self.cp[p] += self.group_bytes[g]
 
@@ -80,12 +150,49 @@ class Stream(Scheduler):
         b = rates * dt
         self.x += np.bincount(wl.unit[act], weights=b, minlength=len(self.x))
         self.cof_bytes += np.bincount(wl.coflow[act], weights=b, minlength=len(self.cof_bytes))
+        self.r_flow[:] = 0.0
+        self.r_flow[act] = rates
+
+    # -- Information-Relay -------------------------------------------------------
+    def _x_at(self, tau: float) -> np.ndarray:
+        """Every unit's bytes received at time ``tau`` (exact: rates are constant
+        between the recorded events)."""
+        h = self.hist
+        i = len(h) - 1
+        while i >= 0 and h[i][0] > tau:
+            i -= 1
+        if i < 0:
+            return np.zeros(len(self.x))
+        t0, x0, r0 = h[i]
+        return x0 + r0 * (tau - t0)
+
+    def _relay(self, t: float) -> None:
+        """Deliver what the senders serving a unit at a positive rate relay to it."""
+        if self.relay != "decentralized":
+            return
+        xd = self._x_at(t - self.delay)
+        hub_sum = np.bincount(self.p_hub, weights=xd[self.p_unit],
+                              minlength=int(self.p_hub.max(initial=-1)) + 1)
+        served = np.zeros(len(self.view), bool)
+        served[self.f_pair[self.r_flow > 0]] = True
+        self.view[served] = hub_sum[self.p_hub[served]] - xd[self.p_unit[served]]
+
+    def _peers(self) -> np.ndarray:
+        """S of eq. (5) per unit, children's bytes (CP) not counted a second time."""
+        wl = self.sim.wl
+        if self.relay == "none":
+            return np.zeros(len(self.x))
+        if self.relay == "oracle":
+            s = self.cof_bytes[wl.unit_coflow] - self.x
+        else:
+            s = np.full(len(self.x), -np.inf)
+            np.maximum.at(s, self.p_unit, self.view)
+        return np.maximum(s - self.cp[wl.unit_group], 0.0)
 
     # -- eq. (2)-(5) ---------------------------------------------------------
     def _seen(self) -> np.ndarray:
         wl = self.sim.wl
-        peers = self.cof_bytes[wl.unit_coflow] - self.x if self.relay else 0.0
-        return self.x + self.beta * (peers + self.cp[wl.unit_group])
+        return self.x + self.beta * (self._peers() + self.cp[wl.unit_group])
 
     def _limit(self, q: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Right side of the eq. (2) test, tau_k + alpha H_c with H_c of eq. (3)."""
@@ -97,10 +204,11 @@ class Stream(Scheduler):
         return np.where(np.isfinite(tau), lim, np.inf)  # the last queue has no limit
 
     def _decide(self, t: float) -> None:
+        self._relay(t)
         y = self._seen()
         free = self.hold_until <= t
         for _ in range(self.K - 1):
-            dem = free & (self.q < self.K - 1) & (self.W * y > self._limit(self.q, y))
+            dem = free & (self.q < self.K - 1) & (self.W * y > self._limit(self.q, y) * DUE)
             if not dem.any():
                 break
             self.q[dem] += 1  # never rises back: P_f = max(P_f, P_f')
@@ -119,6 +227,13 @@ class Stream(Scheduler):
         newly = starving & np.isnan(self.starve_since)
         self.starve_since[newly] = t
         self.starve_since[~starving] = np.nan
+        if self.relay == "decentralized":
+            h = self.hist
+            if h and h[-1][0] == t:
+                h.pop()
+            h.append((t, self.x.copy(), self.r_u.copy()))
+            while len(h) > 1 and h[1][0] <= t - self.delay:
+                h.pop(0)
         return r
 
     def next_event(self, t: float) -> float:
@@ -150,3 +265,14 @@ class Stream(Scheduler):
             self.q[due] = np.maximum(self.q[due] - 1, 0)
             self.hold_until[due] = t + self.starve_s
             self.starve_since[due] = np.nan
+
+
+class StreamOracle(Stream):
+    """``stream-oracle``: Stream with the coflow's whole byte count at every event
+    (central view), kept beside the decentralized ``stream`` as an upper reference."""
+
+    name = "stream-oracle"
+
+    def __init__(self, queues: int = 4, alpha: float = 0.5, beta: float = 1.0,
+                 starve_s: float = STARVE_S, weight: str = "max1") -> None:
+        super().__init__(queues, alpha, beta, starve_s, relay="oracle", weight=weight)

@@ -14,6 +14,9 @@ from streamband.sim.coflow.sharing import water_fill
 class Varys(Scheduler):
     name = "varys"
 
+    def compiled_params(self, fabric) -> dict:
+        return {"policy": self.name}
+
     def rates(self, act, t) -> np.ndarray:
         sim = self.sim
         links = sim.path_links[sim.pid[act]]

@@ -1,0 +1,529 @@
+//! Bandwidth sharing at an event: strict priority between levels, max-min fair
+//! inside a level (004 §III-B), Aalo's weighted sharing between queues, and the
+//! per-end static share of `fs-static`.
+//!
+//! A level's fill is a function of its groups (in order) and of the capacity the
+//! levels above left on its links; it is skipped when neither changed (SimGrid's
+//! selective update, at the granularity of a priority level).
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use crate::engine::{Level, Sim};
+use crate::model::*;
+
+impl Sim {
+    /// New rates for every group at `t`; groups whose rate changed are re-timed.
+    pub fn fill(&mut self, t: f64) {
+        if self.lorder_dirty {
+            let lv = &self.lv;
+            self.lorder.sort_unstable_by_key(|&l| lv[l as usize].key);
+            self.lorder_dirty = false;
+        }
+        match self.pol {
+            Policy::Aalo => self.fill_aalo(t),
+            Policy::FsStatic => self.fill_static(t),
+            _ => self.fill_strict(t),
+        }
+        for &l in &self.chg_list {
+            self.chg_key[l as usize] = u64::MAX;
+        }
+        self.chg_list.clear();
+    }
+
+    /// Strict priority between levels: each level is filled within what the levels
+    /// above left, and only when its groups changed or what it was left changed.
+    fn fill_strict(&mut self, t: f64) {
+        self.resid.copy_from_slice(&self.inp.cap);
+        let mut changed: Vec<u32> = Vec::new();
+        for i in 0..self.lorder.len() {
+            let l = self.lorder[i] as usize;
+            let key = self.lv[l].key;
+            let need = self.lv[l].dirty
+                || self.lv[l].links.iter().any(|&lk| self.chg_key[lk as usize] < key);
+            if need {
+                self.fill_level(l, &mut changed);
+                self.lv[l].dirty = false;
+            }
+            let lvl = &self.lv[l];
+            for (slot, &lk) in lvl.links.iter().enumerate() {
+                let r = self.resid[lk as usize] - lvl.used(slot);
+                self.resid[lk as usize] = if r < SNAP { 0.0 } else { r };
+            }
+        }
+        for &g in &changed {
+            let g = g as usize;
+            self.set_rate(g, self.gh[g].new, t);
+        }
+    }
+
+    /// Group `g`'s rate at this fill is `r`: its level's use follows now (for the
+    /// levels below), its own rate after every level is filled.
+    #[inline]
+    fn fix(&mut self, g: usize, r: f64, changed: &mut Vec<u32>) {
+        self.gh[g].epoch = self.epoch;
+        self.gh[g].new = r;
+        let old = self.gh[g].rate;
+        if r == old {
+            return;
+        }
+        changed.push(g as u32);
+        let w = self.inp.width;
+        let p = self.gh[g].path as usize;
+        let l = self.gh[g].lvl as usize;
+        let key = self.lv[l].key;
+        let d = (r - old) * self.gh[g].n as f64;
+        for j in 0..w {
+            let lk = self.inp.plinks[p * w + j];
+            if lk != NONE {
+                let lvl = &mut self.lv[l];
+                let slot = lvl.lslot[lk as usize] as usize;
+                lvl.add_usage(slot, d);
+                self.mark_link(lk, key);
+            }
+        }
+    }
+
+    /// Max-min fair rates of level `l`'s groups (progressive filling, 004 "FS", with
+    /// the Python engine's 1e-9 bottleneck tie rule) within `self.resid`; groups that
+    /// cross a link with nothing left get 0.
+    fn fill_level(&mut self, l: usize, changed: &mut Vec<u32>) {
+        self.epoch = self.epoch.wrapping_add(1);
+        let w = self.inp.width;
+        let lvl = std::mem::replace(&mut self.lv[l], Level::placeholder());
+        for (slot, &lk) in lvl.links.iter().enumerate() {
+            self.work[lk as usize] = self.resid[lk as usize];
+            self.wsum[lk as usize] = lvl.lw[slot];
+        }
+        self.lv[l] = lvl;
+        // groups crossing a link with nothing left
+        for slot in 0..self.lv[l].links.len() {
+            let lk = self.lv[l].links[slot] as usize;
+            if self.work[lk] > 0.0 {
+                continue;
+            }
+            for i in 0..self.lv[l].lgroups[slot].len() {
+                let g = self.lv[l].lgroups[slot][i] as usize;
+                if self.gh[g].epoch == self.epoch {
+                    continue;
+                }
+                let c = self.gh[g].n as f64;
+                let p = self.gh[g].path as usize;
+                for &l2 in &self.inp.plinks[p * w..p * w + w] {
+                    if l2 != NONE {
+                        self.wsum[l2 as usize] -= c;
+                    }
+                }
+                self.fix(g, 0.0, changed);
+            }
+        }
+        self.lheap.clear();
+        for &lk in &self.lv[l].links {
+            let lk = lk as usize;
+            if self.wsum[lk] > 0.5 {
+                self.lheap.push(Reverse(Key(self.work[lk] / self.wsum[lk], lk as u32)));
+            }
+        }
+        while let Some(Reverse(Key(key, lk))) = self.lheap.pop() {
+            let lk = lk as usize;
+            if self.wsum[lk] <= 0.5 {
+                continue;
+            }
+            let m = self.work[lk] / self.wsum[lk];
+            if m > key {
+                self.lheap.push(Reverse(Key(m, lk as u32)));
+                continue;
+            }
+            let thr = m * (1.0 + 1e-9) + 1e-12;
+            self.bott.clear();
+            self.bott.push(lk as u32);
+            while let Some(&Reverse(Key(k2, l2))) = self.lheap.peek() {
+                if k2 > thr {
+                    break;
+                }
+                self.lheap.pop();
+                let l2 = l2 as usize;
+                if self.wsum[l2] <= 0.5 {
+                    continue;
+                }
+                let a2 = self.work[l2] / self.wsum[l2];
+                if a2 <= thr {
+                    self.bott.push(l2 as u32);
+                } else {
+                    self.lheap.push(Reverse(Key(a2, l2 as u32)));
+                }
+            }
+            for bi in 0..self.bott.len() {
+                let lb = self.bott[bi] as usize;
+                let slot = self.lv[l].lslot[lb] as usize;
+                for i in 0..self.lv[l].lgroups[slot].len() {
+                    let g = self.lv[l].lgroups[slot][i] as usize;
+                    if self.gh[g].epoch == self.epoch {
+                        continue;
+                    }
+                    let c = self.gh[g].n as f64;
+                    let p = self.gh[g].path as usize;
+                    for &l3 in &self.inp.plinks[p * w..p * w + w] {
+                        if l3 != NONE {
+                            let l3 = l3 as usize;
+                            self.work[l3] -= m * c;
+                            if self.work[l3] < SNAP {
+                                self.work[l3] = 0.0;
+                            }
+                            self.wsum[l3] -= c;
+                        }
+                    }
+                    self.fix(g, m, changed);
+                }
+            }
+        }
+        for &lk in &self.lv[l].links {
+            self.wsum[lk as usize] = 0.0;
+        }
+    }
+
+    /// Max-min fair rates of `groups` (weight = flows) within the capacity in
+    /// `self.used` (a working copy, when `work`) or `self.resid`, reduced in place;
+    /// written to `fill_out`.
+    pub fn water_fill(&mut self, groups: &[u32], work: bool) {
+        let cap: &mut Vec<f64> = if work { &mut self.used } else { &mut self.resid };
+        let gh = &self.gh;
+        self.filler.fill(&self.inp.plinks, self.inp.width, groups, |g| gh[g as usize].path,
+                         |g| gh[g as usize].n as f64, cap, &mut self.fill_out);
+    }
+
+    /// `fs-static`: each group gets the smallest `cap_l / flows on l` over its links.
+    fn fill_static(&mut self, t: f64) {
+        let w = self.inp.width;
+        let mut all: Vec<u32> = Vec::new();
+        for &l in &self.lorder {
+            all.extend_from_slice(&self.lv[l as usize].groups);
+            self.lv[l as usize].dirty = false;
+        }
+        for &g in &all {
+            let p = self.gh[g as usize].path as usize;
+            let c = self.gh[g as usize].n as f64;
+            for &l in &self.inp.plinks[p * w..p * w + w] {
+                if l != NONE {
+                    self.wsum[l as usize] += c;
+                }
+            }
+        }
+        for &g in &all {
+            let p = self.gh[g as usize].path as usize;
+            let mut r = f64::INFINITY;
+            for &l in &self.inp.plinks[p * w..p * w + w] {
+                if l != NONE {
+                    r = r.min(self.inp.cap[l as usize] / self.wsum[l as usize]);
+                }
+            }
+            self.gh[g as usize].new = r;
+        }
+        for &g in &all {
+            let p = self.gh[g as usize].path as usize;
+            for &l in &self.inp.plinks[p * w..p * w + w] {
+                if l != NONE {
+                    self.wsum[l as usize] = 0.0;
+                }
+            }
+        }
+        for &g in &all {
+            let g = g as usize;
+            self.set_rate(g, self.gh[g].new, t);
+        }
+    }
+
+    /// D-CLAS (Aalo §4, as 004 §IV-B compares it): K queues by coflow bytes sent, FIFO
+    /// (strict by arrival rank) inside a queue, *weighted* sharing between queues.
+    /// Pass 1: on every link each queue present gets `cap * w_q / sum(w present)`,
+    /// `w_q = K - q`, and fills its coflows FIFO inside that share. Pass 2 (work
+    /// conservation): what pass 1 left on each link is filled again in (queue, rank)
+    /// order. Mirrors `schedulers/aalo.py` `Aalo.rates`.
+    fn fill_aalo(&mut self, t: f64) {
+        let nc = self.inp.c_rank.len() as u64;
+        let kk = self.k as u64;
+        let w = self.inp.width;
+        let nl = self.inp.cap.len();
+        let order = std::mem::take(&mut self.lorder);
+        for l in 0..nl {
+            self.qmask[l] = 0;
+        }
+        for &lv in &order {
+            let q = (self.lv[lv as usize].key / nc).min(kk - 1) as usize;
+            for &lk in &self.lv[lv as usize].links {
+                self.qmask[lk as usize] |= 1 << q;
+            }
+        }
+        self.epoch = self.epoch.wrapping_add(1);
+        let ep = self.epoch;
+        let wq = |q: usize, k: usize| (k - q) as f64;
+        let mut pos1: Vec<u32> = Vec::new();
+        // pass 1: each queue inside its weighted share of every link
+        let mut i = 0;
+        while i < order.len() {
+            let q = (self.lv[order[i] as usize].key / nc).min(kk - 1) as usize;
+            for l in 0..nl {
+                let m = self.qmask[l];
+                if m & (1 << q) == 0 {
+                    self.resid[l] = 0.0;
+                    continue;
+                }
+                let mut tot = 0.0;
+                for qq in 0..self.k {
+                    if m & (1 << qq) != 0 {
+                        tot += wq(qq, self.k);
+                    }
+                }
+                self.resid[l] = self.inp.cap[l] * wq(q, self.k) / tot;
+            }
+            while i < order.len()
+                && (self.lv[order[i] as usize].key / nc).min(kk - 1) as usize == q
+            {
+                let cand = self.served_groups(order[i] as usize);
+                self.water_fill(&cand, false);
+                for &g in &cand {
+                    let r = self.fill_out[g as usize];
+                    if r > 0.0 {
+                        self.rate1[g as usize] = r;
+                        self.gh[g as usize].epoch = ep;
+                        pos1.push(g);
+                    }
+                }
+                i += 1;
+            }
+        }
+        for l in 0..nl {
+            self.used[l] = 0.0;
+        }
+        for &g in &pos1 {
+            let g = g as usize;
+            let r = self.rate1[g] * self.gh[g].n as f64;
+            let p = self.gh[g].path as usize;
+            for &lk in &self.inp.plinks[p * w..p * w + w] {
+                if lk != NONE {
+                    self.used[lk as usize] += r;
+                }
+            }
+        }
+        // pass 2: the leftovers, strict (queue, rank) order
+        for l in 0..nl {
+            let r = self.inp.cap[l] - self.used[l];
+            self.resid[l] = if r < SNAP { 0.0 } else { r };
+        }
+        let mut pos: Vec<u32> = pos1;
+        let mut rate2: Vec<(u32, f64)> = Vec::new();
+        for &lv in &order {
+            let cand = self.served_groups(lv as usize);
+            self.water_fill(&cand, false);
+            for &g in &cand {
+                let r = self.fill_out[g as usize];
+                if r > 0.0 {
+                    rate2.push((g, r));
+                }
+            }
+            self.lv[lv as usize].dirty = false;
+        }
+        // new rates: pass 1 + pass 2 for the groups served now, 0 for the others
+        for &(g, r) in &rate2 {
+            let gu = g as usize;
+            if self.gh[gu].epoch != ep {
+                self.gh[gu].epoch = ep;
+                self.rate1[gu] = 0.0;
+                pos.push(g);
+            }
+            self.rate1[gu] += r;
+        }
+        let old = std::mem::take(&mut self.served);
+        for &g in &old {
+            let gu = g as usize;
+            if self.gh[gu].epoch != ep && self.g_lpos[gu] != NONE {
+                self.set_rate(gu, 0.0, t);
+            }
+        }
+        for &g in &pos {
+            let gu = g as usize;
+            self.set_rate(gu, self.rate1[gu], t);
+        }
+        self.served = pos;
+        self.lorder = order;
+    }
+
+    /// Level `l`'s groups whose last link (their receiver's) has capacity left: the
+    /// others get nothing, and are not looked at.
+    fn served_groups(&self, l: usize) -> Vec<u32> {
+        let lvl = &self.lv[l];
+        let mut out = Vec::new();
+        for (slot, &lk) in lvl.links.iter().enumerate() {
+            if self.is_last[lk as usize] && self.resid[lk as usize] > 0.0 {
+                for &g in &lvl.lgroups[slot] {
+                    let p = self.gh[g as usize].path as usize;
+                    if self.path_last[p] == lk {
+                        out.push(g);
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Scratch space of the water-filling, sized to the links.
+pub struct Filler {
+    wsum: Vec<f64>,
+    deg: Vec<u32>,
+    start: Vec<u32>,
+    cur: Vec<u32>,
+    touched: Vec<u32>,
+    adj: Vec<u32>,
+    cand: Vec<u32>,
+    fixed: Vec<bool>,
+    lheap: BinaryHeap<Reverse<Key>>,
+    bott: Vec<u32>,
+}
+
+impl Filler {
+    pub fn new(n_links: usize) -> Self {
+        Filler {
+            wsum: vec![0.0; n_links],
+            deg: vec![0; n_links],
+            start: vec![0; n_links],
+            cur: vec![0; n_links],
+            touched: Vec::new(),
+            adj: Vec::new(),
+            cand: Vec::new(),
+            fixed: Vec::new(),
+            lheap: BinaryHeap::new(),
+            bott: Vec::new(),
+        }
+    }
+
+    /// Max-min fair rate per unit of weight of every item (progressive filling, 004
+    /// "FS", with the Python engine's 1e-9 bottleneck tie rule). `plinks`: link ids
+    /// per path, `width` per row, NONE = padding; item `i` takes path `path(i)` with
+    /// weight `weight(i)`; `cap` is the capacity left per link, reduced in place by
+    /// what the items take; the rate of item `i` is written to `out[i]` (0 for an
+    /// item crossing a link with nothing left).
+    #[allow(clippy::too_many_arguments)]
+    pub fn fill(
+        &mut self,
+        plinks: &[u32],
+        width: usize,
+        items: &[u32],
+        path: impl Fn(u32) -> u32,
+        weight: impl Fn(u32) -> f64,
+        cap: &mut [f64],
+        out: &mut [f64],
+    ) {
+        let w = width;
+        self.touched.clear();
+        self.cand.clear();
+        for &i in items {
+            let p = path(i) as usize;
+            let ls = &plinks[p * w..p * w + w];
+            if ls.iter().any(|&l| l != NONE && cap[l as usize] <= 0.0) {
+                out[i as usize] = 0.0;
+                continue;
+            }
+            let c = weight(i);
+            for &l in ls {
+                if l == NONE {
+                    continue;
+                }
+                let l = l as usize;
+                if self.deg[l] == 0 {
+                    self.touched.push(l as u32);
+                }
+                self.wsum[l] += c;
+                self.deg[l] += 1;
+            }
+            self.cand.push(i);
+        }
+        if self.cand.is_empty() {
+            return;
+        }
+        let mut pos = 0u32;
+        for &l in &self.touched {
+            self.start[l as usize] = pos;
+            self.cur[l as usize] = pos;
+            pos += self.deg[l as usize];
+        }
+        self.adj.resize(pos as usize, 0);
+        if self.fixed.len() < out.len() {
+            self.fixed.resize(out.len(), false);
+        }
+        for &i in &self.cand {
+            let p = path(i) as usize;
+            self.fixed[i as usize] = false;
+            for &l in &plinks[p * w..p * w + w] {
+                if l != NONE {
+                    let cu = &mut self.cur[l as usize];
+                    self.adj[*cu as usize] = i;
+                    *cu += 1;
+                }
+            }
+        }
+        self.lheap.clear();
+        for &l in &self.touched {
+            let l = l as usize;
+            self.lheap.push(Reverse(Key(cap[l] / self.wsum[l], l as u32)));
+        }
+        while let Some(Reverse(Key(key, l))) = self.lheap.pop() {
+            let l = l as usize;
+            if self.wsum[l] <= 0.5 {
+                continue;
+            }
+            let m = cap[l] / self.wsum[l];
+            if m > key {
+                self.lheap.push(Reverse(Key(m, l as u32)));
+                continue;
+            }
+            let thr = m * (1.0 + 1e-9) + 1e-12;
+            self.bott.clear();
+            self.bott.push(l as u32);
+            while let Some(&Reverse(Key(k2, l2))) = self.lheap.peek() {
+                if k2 > thr {
+                    break;
+                }
+                self.lheap.pop();
+                let l2 = l2 as usize;
+                if self.wsum[l2] <= 0.5 {
+                    continue;
+                }
+                let a2 = cap[l2] / self.wsum[l2];
+                if a2 <= thr {
+                    self.bott.push(l2 as u32);
+                } else {
+                    self.lheap.push(Reverse(Key(a2, l2 as u32)));
+                }
+            }
+            for bi in 0..self.bott.len() {
+                let lb = self.bott[bi] as usize;
+                let s = self.start[lb] as usize;
+                for idx in s..s + self.deg[lb] as usize {
+                    let i = self.adj[idx];
+                    if self.fixed[i as usize] {
+                        continue;
+                    }
+                    self.fixed[i as usize] = true;
+                    out[i as usize] = m;
+                    let c = weight(i);
+                    let p = path(i) as usize;
+                    for &l3 in &plinks[p * w..p * w + w] {
+                        if l3 != NONE {
+                            let l3 = l3 as usize;
+                            cap[l3] -= m * c;
+                            if cap[l3] < SNAP {
+                                cap[l3] = 0.0;
+                            }
+                            self.wsum[l3] -= c;
+                        }
+                    }
+                }
+            }
+        }
+        for &l in &self.touched {
+            self.wsum[l as usize] = 0.0;
+            self.deg[l as usize] = 0;
+        }
+    }
+}
