@@ -249,6 +249,20 @@ def _paths(node: object, prefix: str = "") -> list[str]:
 PATHS = _paths(tiny_spec())
 
 
+@pytest.mark.parametrize("key", ["a\x1eb", "a\u2028b", "a\rb", "a\x85b"])
+def test_line_breaks_in_input_stay_on_one_line(tmp_path, key):
+    """A key holding a character ``splitlines`` breaks at (found by the fuzz test): the
+    error quotes it escaped, on one line."""
+    spec = tiny_spec()
+    spec["sim"][key] = 1
+    out = tmp_path / "out"
+    res = runner.invoke(app, ["run", spec_file(tmp_path, spec), "--out", str(out)])
+    assert res.exit_code == 2, res.output
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), res.output
+    assert not out.exists()
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[FIXTURE])
 @given(edits=st.lists(st.tuples(st.sampled_from(PATHS), st.one_of(JUNK, st.just(KeyError))),
                       min_size=1, max_size=3))

@@ -23,10 +23,26 @@ from typer.core import TyperGroup
 
 from streamband.errors import OptionError, StreambandError
 
+#: every character ``str.splitlines`` breaks a line at
+_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def single_line(text: str) -> str:
+    """``text`` on one line: line breaks (a user's input quoted in a message may hold
+    any) shown escaped.
+
+    Examples
+    --------
+    >>> single_line("key 'a\\x1eb'")
+    "key 'a\\\\x1eb'"
+    """
+    return "".join(c.encode("unicode_escape").decode() if c in _LINE_BREAKS else c
+                   for c in text)
+
 
 def fail(err: StreambandError | str) -> typer.Exit:
     """Print the one line of ``err`` on stderr; the exit (code 2) to raise."""
-    typer.echo(f"error: {err}", err=True)
+    typer.echo(f"error: {single_line(str(err))}", err=True)
     return typer.Exit(2)
 
 
@@ -65,7 +81,7 @@ class OneLineGroup(TyperGroup):
             where = f"{ctx.command_path}: " if ctx is not None else ""
             fmt = getattr(err, "format_message", None)
             message = fmt() if fmt is not None else str(err)
-            typer.echo(f"error: {where}{' '.join(message.split())}", err=True)
+            typer.echo(f"error: {where}{single_line(' '.join(message.split()))}", err=True)
             if not standalone_mode:
                 raise
             sys.exit(getattr(err, "exit_code", 2))
