@@ -249,6 +249,20 @@ def _paths(node: object, prefix: str = "") -> list[str]:
 PATHS = _paths(tiny_spec())
 
 
+@pytest.mark.parametrize("args", [
+    ["run", "paper-001", "--max-pending", "100"],
+    ["bench", "paper-001", "--max-pending", "100"],
+    ["bench", "paper-001", "--backend", "storm", "--max-pending", "0"],
+    ["run", "paper-001", "--backend", "storm", "--max-pending", "-3"],
+])
+def test_max_pending_checked_before_work(tmp_path, args):
+    out = tmp_path / "out"
+    res = runner.invoke(app, [*args, "--out", str(out)])
+    assert res.exit_code == 2, res.output
+    assert "--max-pending" in res.output and len(res.output.strip().splitlines()) == 1
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("key", ["a\x1eb", "a\u2028b", "a\rb", "a\x85b"])
 def test_line_breaks_in_input_stay_on_one_line(tmp_path, key):
     """A key holding a character ``splitlines`` breaks at (found by the fuzz test): the

@@ -63,6 +63,10 @@ BACKEND_HELP = ("where it runs: sim (the fluid simulator), testbed (Mininet + OV
                 "harness, root), storm (Apache Storm on the testbed, root)")
 
 
+PENDING_HELP = ("storm: Storm's topology.max.spout.pending, tuples a spout task may have in "
+                "flight (default: none, the spouts paced open loop)")
+
+
 GUARD_HELP = ("testbed, storm: do no harm - keep TCP's split unless an allocation moves "
               "at least 12 % of a bottleneck's capacity (--no-guard: always enforce)")
 
@@ -76,6 +80,7 @@ def run(
     seconds: float = typer.Option(None, help="length of each run, s (default: the spec's)"),
     repeat: int = typer.Option(1, help="runs per case and policy (median and spread)"),
     guard: bool = typer.Option(True, help=GUARD_HELP),
+    max_pending: int = typer.Option(None, help=PENDING_HELP),
 ) -> None:
     """Run an experiment spec: a table per app, results.json and report.html."""
     from streamband.backends import backend as get_backend
@@ -84,11 +89,12 @@ def run(
     from streamband.experiments.spec import load_spec
 
     out_dir(out)
-    opts = _options(backend, seconds, repeat)
+    opts = _options(backend, seconds, repeat, max_pending=max_pending)
     parsed = with_options(load_spec(spec), opts)
     mod = get_backend(backend)
     runner = (mod.Runner() if backend == "sim"
-              else mod.Runner(out, seconds=opts.seconds or 60.0, guard=guard))
+              else mod.Runner(out, seconds=opts.seconds or 60.0, guard=guard,
+                              **opts.engine()))
     console = _console()
     done = execute([parsed], runner, console, repeat=opts.repeat)
     path = write_outputs(out, f"streamband run: {parsed.experiment} ({backend})", done,
@@ -108,6 +114,11 @@ def _options(backend: str, seconds: float | None, repeat: int, **more: object): 
         number(seconds, "--seconds", 1.0, 86_400.0, unit="s")
     if not 1 <= repeat <= 100:
         raise OptionError(f"--repeat: expected 1..100 runs, got {repeat}")
+    pending = more.get("max_pending")
+    if pending is not None and backend != "storm":
+        raise OptionError(f"--max-pending: applies to --backend storm only, got {backend}")
+    if pending is not None and not 1 <= int(pending) <= 1_000_000:  # type: ignore[call-overload]
+        raise OptionError(f"--max-pending: expected 1..1000000 tuples, got {pending}")
     return Options(backend=backend, seconds=seconds, repeat=repeat, **more)  # type: ignore[arg-type]
 
 
@@ -125,6 +136,7 @@ def bench(
                                "appaware (paper-002: of bwman) (a policy that does nothing "
                                "must fail the checks)"),
     guard: bool = typer.Option(True, help=GUARD_HELP),
+    max_pending: int = typer.Option(None, help=PENDING_HELP),
 ) -> None:
     """Reproduce a paper's evaluation: tables, checks, results.json and report.html.
     Exit code 1 when a check fails."""
@@ -143,7 +155,7 @@ def bench(
         raise OptionError(f"--policy: expected a manager-loop policy, got {policy!r} "
                           f"(kind {policy_entry(policy).kind})")
     opts = _options(backend, seconds, repeat, full_trace=full_trace, policy=policy,
-                    guard=guard)
+                    guard=guard, max_pending=max_pending)
     target = out_dir(out or Path("out") / (name + ("" if backend == "sim" else f"-{backend}")))
     outcome = mod.run(target, opts, _console())
     if not outcome.ok:

@@ -307,13 +307,17 @@ class StormRunner:
         Δt of the live manager loop, seconds (the meters' lease is 3 Δt).
     guard : bool
         Do no harm (:class:`~streamband.control.guard.HarmGuard`).
+    max_pending : int or None
+        Storm's ``topology.max.spout.pending``: tuples a spout task may have in flight
+        (emitted, not yet acked); ``None``: unbounded, the spouts paced open loop.
     """
 
     __test__ = False
     name = "storm"
 
     def __init__(self, out: Path, seconds: float = 60.0, warmup_s: float = 20.0,
-                 dt: float = 1.0, guard: bool = True, **control: Any) -> None:
+                 dt: float = 1.0, guard: bool = True, max_pending: int | None = None,
+                 **control: Any) -> None:
         import os
 
         from streamband.errors import PreconditionError
@@ -322,6 +326,7 @@ class StormRunner:
             raise PreconditionError("--backend storm: needs root (the testbed's namespaces)")
         self.out, self.seconds, self.warmup_s, self.dt = Path(out), seconds, warmup_s, dt
         self.guard = guard
+        self.max_pending = max_pending
         self.control = control
         self.tb: Any = None
         self.cluster: Any = None
@@ -402,8 +407,10 @@ class StormRunner:
                 self.tb.ip(case.flowmap.placement[f"{o.name}[{i}]"]) for i in range(o.parallelism)]
         self.count += 1
         name = f"{app.name}-{case.placement}-{self.count}".replace("_", "-")
+        limit = ({"topology.max.spout.pending": self.max_pending}
+                 if self.max_pending is not None else {})
         self.cluster.submit(self.cluster.jar, work.main, name,
-                            {**work.settings(app), "streamband.placement": where})
+                            {**work.settings(app), **limit, "streamband.placement": where})
         info = self.cluster.wait_running(name)
         info["name"] = name
         edges = tuple((work.components[e.src], work.components[e.dst]) for e in app.edges)

@@ -73,7 +73,9 @@ class Options:
     ``full_trace`` (paper-004): the whole trace everywhere; ``policy``: the managed
     policy under test in place of the module's default (to check that checks fail);
     ``guard``: on a real backend, keep TCP's split unless an allocation moves enough
-    bandwidth to pay for metering it (:mod:`streamband.control.guard`).
+    bandwidth to pay for metering it (:mod:`streamband.control.guard`); ``max_pending``
+    (storm): Storm's ``topology.max.spout.pending``, the tuples a spout task may have in
+    flight (``None``: the spouts paced open loop).
     """
 
     backend: str = "sim"
@@ -82,6 +84,11 @@ class Options:
     full_trace: bool = False
     policy: str | None = None
     guard: bool = True
+    max_pending: int | None = None
+
+    def engine(self) -> dict[str, Any]:
+        """The stream engine's settings for a real backend's runner."""
+        return {} if self.max_pending is None else {"max_pending": self.max_pending}
 
 
 @dataclass

@@ -167,7 +167,8 @@ def run(out: Path, opts: Options, console: Console) -> Outcome:
     sim = execute(specs(Options(policy=opts.policy)), backend("sim").Runner(), console)
     real_specs = [s.model_copy(update={"policies": ["tcp", policy]})
                   for s in specs(Options(policy=opts.policy))]
-    runner = backend(opts.backend).Runner(out, seconds=seconds, guard=opts.guard)
+    runner = backend(opts.backend).Runner(out, seconds=seconds, guard=opts.guard,
+                                         **opts.engine())
     done = execute(real_specs, runner, console, repeat=opts.repeat)
     short = {d.spec.app.name: tag for d, tag in zip(done, SPECS, strict=True)}
     cmp = compare_backends([r for d in done for r in d.rows],
