@@ -157,6 +157,16 @@ class SpaceSaving:
         """Forget everything (003 §3.2: statistics restart after each reconfiguration)."""
         self.__init__(self.capacity, batch=self.batch)  # type: ignore[misc]
 
+    def halve(self) -> None:
+        """Halve every count and error, forgetting items left at zero: the opt-in decay
+        that replaces the reset of 003 §3.2 (an extension beyond 003: the counts of past
+        periods weigh 1/2, 1/4, ... of the current one's)."""
+        self.flush()
+        counts, errors = self._counts // 2, self._errors // 2
+        keep = counts > 0
+        self._items, self._counts, self._errors = self._items[keep], counts[keep], errors[keep]
+        self.n //= 2
+
     @property
     def memory_bytes(self) -> int:
         return self.capacity * ENTRY_BYTES
@@ -203,6 +213,9 @@ class PairSpaceSaving:
 
     def reset(self) -> None:
         self.summary.reset()
+
+    def halve(self) -> None:
+        self.summary.halve()
 
 
 class KeyCodec:
