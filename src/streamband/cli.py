@@ -57,7 +57,12 @@ def _main(version: bool = typer.Option(False, "--version", callback=_show_versio
     """Application-aware bandwidth management for stream analytics."""
 
 
-BACKEND_HELP = "where it runs: sim (the fluid simulator), testbed (Mininet + OVS, root)"
+BACKEND_HELP = ("where it runs: sim (the fluid simulator), testbed (Mininet + OVS and the traffic "
+                "harness, root), storm (Apache Storm on the testbed, root)")
+
+
+GUARD_HELP = ("testbed, storm: do no harm - keep TCP's split unless an allocation moves "
+              "at least 12 % of a bottleneck's capacity (--no-guard: always enforce)")
 
 
 @app.command()
@@ -68,6 +73,7 @@ def run(
     out: Path = typer.Option(Path("out/run"), help="directory for results.json and report.html"),
     seconds: float = typer.Option(None, help="length of each run, s (default: the spec's)"),
     repeat: int = typer.Option(1, help="runs per case and policy (median and spread)"),
+    guard: bool = typer.Option(True, help=GUARD_HELP),
 ) -> None:
     """Run an experiment spec: a table per app, results.json and report.html."""
     from streamband.backends import backend as get_backend
@@ -80,7 +86,7 @@ def run(
     parsed = with_options(load_spec(spec), opts)
     mod = get_backend(backend)
     runner = (mod.Runner() if backend == "sim"
-              else mod.Runner(out, seconds=opts.seconds or 60.0))
+              else mod.Runner(out, seconds=opts.seconds or 60.0, guard=guard))
     console = _console()
     done = execute([parsed], runner, console, repeat=opts.repeat)
     path = write_outputs(out, f"streamband run: {parsed.experiment} ({backend})", done,
@@ -114,6 +120,7 @@ def bench(
     full_trace: bool = typer.Option(False, help="paper-004: the whole trace everywhere"),
     policy: str = typer.Option(None, help="the managed policy under test in place of "
                                "appaware (a policy that does nothing must fail the checks)"),
+    guard: bool = typer.Option(True, help=GUARD_HELP),
 ) -> None:
     """Reproduce a paper's evaluation: tables, checks, results.json and report.html.
     Exit code 1 when a check fails."""
@@ -128,7 +135,8 @@ def bench(
     if policy is not None and policy_entry(policy).kind != "loop":
         raise OptionError(f"--policy: expected a manager-loop policy, got {policy!r} "
                           f"(kind {policy_entry(policy).kind})")
-    opts = _options(backend, seconds, repeat, full_trace=full_trace, policy=policy)
+    opts = _options(backend, seconds, repeat, full_trace=full_trace, policy=policy,
+                    guard=guard)
     target = out_dir(out or Path("out") / (name + ("" if backend == "sim" else f"-{backend}")))
     outcome = mod.run(target, opts, _console())
     if not outcome.ok:

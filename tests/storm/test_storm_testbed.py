@@ -99,7 +99,7 @@ public class WordCount {
 """.replace("Utils.sleep", "org.apache.storm.utils.Utils.sleep")
 
 
-def test_foreign_topology_is_profiled(storm_testbed, tmp_path: Path):
+def test_foreign_topology_is_profiled(storm_testbed, tmp_path: Path, request):
     """A plain word count (default scheduler, groupings, no streamband class): the
     profiler reports every worker pair that its fields grouping connects (every split
     task sends words to every count task; Storm's shuffle prefers local tasks, so the
@@ -112,6 +112,7 @@ def test_foreign_topology_is_profiled(storm_testbed, tmp_path: Path):
     jar = tmp_path / "wordcount.jar"
     subprocess.run(["jar", "cf", str(jar), "-C", str(tmp_path / "classes"), "."], check=True)
     cluster.submit(jar, "WordCount", "wc")
+    request.addfinalizer(lambda: cluster.kill("wc"))
     info = cluster.wait_running("wc")
     pairs = component_pairs(info, [("split", "count")])
     assert len({p.src for p in pairs} | {p.dst for p in pairs}) >= 2
@@ -129,11 +130,10 @@ def test_foreign_topology_is_profiled(storm_testbed, tmp_path: Path):
     time.sleep(1.5)
     prof.flow_state()
     assert prof.last is not None and min(prof.last["msgs_total"]) > 0, prof.last
-    cluster.kill("wc")
 
 
 @pytest.mark.parametrize("topology", ["TrendingTopics", "TruckingIoT"])
-def test_benchmark_topology_runs(storm_testbed, topology):
+def test_benchmark_topology_runs(storm_testbed, topology, request):
     """000's Trending Topics and Trucking IoT, pinned across both hosts: paced sources,
     every tuple acked, the sink measures throughput and event-time latency."""
     from streamband.backends.storm import app_totals
@@ -150,6 +150,7 @@ def test_benchmark_topology_runs(storm_testbed, topology):
             "trucks": [w1], "traffic": [w2], "combine": [w2], "score": [w1]}}
     name = topology.lower()
     cluster.submit(cluster.jar, f"streamband.storm.topo.{topology}", name, conf)
+    request.addfinalizer(lambda: cluster.kill(name))
     info = cluster.wait_running(name)
     deadline = time.monotonic() + 90  # the workers' JVMs start on 2 cores
     while "sink.count" not in app_totals(read_snapshot(cluster.work / "profile.json"),
@@ -159,7 +160,6 @@ def test_benchmark_topology_runs(storm_testbed, topology):
     t0 = app_totals(read_snapshot(cluster.work / "profile.json"), info["id"])
     time.sleep(10)
     t1 = app_totals(read_snapshot(cluster.work / "profile.json"), info["id"])
-    cluster.kill(name)
     emitted = t1["spout.emitted"] - t0["spout.emitted"]
     assert 0.7 * 100 * 10 <= emitted <= 1.3 * 100 * 10 * (2 if topology == "TruckingIoT" else 1)
     assert t1.get("spout.failed", 0) == 0 and t1["spout.acked"] > 0

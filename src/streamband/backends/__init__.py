@@ -19,6 +19,8 @@ BACKENDS: dict[str, tuple[str, str]] = {
     "sim": ("streamband.backends.sim", "the fluid simulator: no root, any machine, any scale"),
     "testbed": ("streamband.backends.testbed", "Mininet + Open vSwitch + os-ken over real "
                 "TCP, the traffic harness as the workload (root)"),
+    "storm": ("streamband.backends.storm", "Apache Storm on the testbed's hosts, profiled by "
+              "the engine itself (root, Java)"),
 }
 
 

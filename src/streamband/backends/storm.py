@@ -1,4 +1,11 @@
-"""The Storm backend's profiler adapter: the 5-metric flow state of 000 §IV-A1 for
+"""Apache Storm as a backend: real topologies on the testbed, profiled by the engine.
+
+Adapters: :class:`StormProfiler` (below), and the network half shared by every real
+backend (:mod:`streamband.backends.openflow`: link statistics and meters).
+:class:`StormRunner` runs an experiment's cases (``streamband run SPEC --backend storm``,
+the benches' ``--backend storm``) with the topologies of ``storm/`` (:data:`WORKLOADS`).
+
+The profiler: the 5-metric flow state of 000 §IV-A1 for
 every managed flow (a directed worker pair, :mod:`streamband.storm.flows`), from the
 workers' own reports (:class:`streamband.storm` ``FlowReporter``, via the collector's
 snapshot) combined with the kernel's view of each connection
@@ -26,15 +33,23 @@ Storm counts task messages, not bytes. Conversions, per flow and interval:
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from streamband.alloc.base import FlowState
+from streamband.backends.base import Case, RunRecord
+from streamband.backends.openflow import ControllerLinkStats, MeterEnforcer
 from streamband.storm.flows import WorkerPair, connection
 from streamband.storm.sockets import TcpSocket, tcp_sockets
+
+if TYPE_CHECKING:
+    from streamband.experiments.spec import ExperimentSpec
+    from streamband.model.app import App
 
 SocketReader = Callable[[str], list[TcpSocket]]
 
@@ -68,6 +83,37 @@ def app_totals(snap: dict[str, Any], topology: str) -> dict[str, float]:
                     tot[name] = max(tot.get(name, 0.0), v) if k.endswith("_max_ms") \
                         else tot.get(name, 0.0) + v
     return tot
+
+
+#: the sinks' latency histogram (``Bench.Reporter.latency`` in ``storm/``)
+LATENCY_BUCKETS, LATENCY_BASE = 64, 1.25
+
+
+def latency_percentiles(counts: dict[int, float], qs: tuple[float, ...] = (50.0, 99.0)
+                        ) -> tuple[float | None, ...]:
+    """Percentiles (seconds) of a window's latencies from its per-bucket counts: the
+    upper edge of the bucket where each percentile falls (bucket i: [1.25^(i-1), 1.25^i)
+    ms), so within 25 %.
+
+    Examples
+    --------
+    >>> latency_percentiles({0: 1.0, 10: 98.0, 30: 1.0})
+    (0.009313225746154785, 0.009313225746154785)
+    """
+    total = sum(counts.values())
+    if total <= 0:
+        return tuple(None for _ in qs)
+    out = []
+    for q in qs:
+        acc, need = 0.0, q / 100.0 * total
+        for i in range(LATENCY_BUCKETS):
+            acc += counts.get(i, 0.0)
+            if acc >= need:
+                out.append(LATENCY_BASE ** i / 1e3)
+                break
+        else:
+            out.append(LATENCY_BASE ** (LATENCY_BUCKETS - 1) / 1e3)
+    return tuple(out)
 
 
 def host_reader(netns: dict[str, int | None]) -> SocketReader:
@@ -175,3 +221,247 @@ def _age(snap: dict[str, Any], reports: dict[tuple[str, int], dict[str, Any]],
     t = [reports[(p.src.host, p.src.port)].get("recv", 0.0) for p in pairs
          if (p.src.host, p.src.port) in reports]
     return float(snap.get("time", 0.0) - min(t)) if t else None
+
+
+# -- running an experiment's cases on Storm -------------------------------------------------
+@dataclass(frozen=True)
+class StormWorkload:
+    """How the Storm topology of ``storm/`` runs a spec's application: its main class,
+    the Storm component of each spec operator, the ``bench.*`` settings taken from the
+    spec (rates, parallelism, tuple sizes) and the factor from the sink's count to the
+    spec's throughput unit."""
+
+    main: str
+    components: dict[str, str]
+    settings: Callable[[App], dict[str, Any]]
+    per_sink_count: Callable[[App], float] = lambda app: 1.0
+
+
+def _parallelism(app: App, components: dict[str, str]) -> dict[str, Any]:
+    return {f"bench.parallelism.{components[o.name]}": o.parallelism for o in app.operators}
+
+
+def _edge_bytes(app: App, src: str, dst: str) -> int:
+    return int(next(e.tuple_bytes for e in app.edges if e.src == src and e.dst == dst))
+
+
+def _fork_join(app: App) -> dict[str, Any]:
+    return {"bench.rate": app.op("A").rate_tps,
+            **{f"bench.bytes.{a}{b}": _edge_bytes(app, a, b)
+               for a, b in (("A", "B"), ("A", "C"), ("B", "D"), ("C", "D"))}}
+
+
+def _trending_topics(app: App) -> dict[str, Any]:
+    from streamband.storm.words import english_words
+
+    wct = app.op("wct")
+    return {"bench.rate": app.op("spout").rate_tps, "bench.k": wct.window_count or 5,
+            "bench.window.s": app.op("aggregator").window_s or 30.0,
+            "bench.words": english_words(5000),
+            **_parallelism(app, WORKLOADS["trending-topics"].components)}
+
+
+def _trucking_iot(app: App) -> dict[str, Any]:
+    return {"bench.rate": app.op("truck").rate_tps,
+            "bench.bytes.truck": _edge_bytes(app, "truck", "combiner"),
+            "bench.bytes.traffic": _edge_bytes(app, "traffic", "combiner"),
+            "bench.bytes.joined": _edge_bytes(app, "combiner", "dashboard"),
+            **_parallelism(app, WORKLOADS["trucking-iot"].components)}
+
+
+#: spec application name -> the Storm topology that runs it (storm/.../topo)
+WORKLOADS: dict[str, StormWorkload] = {
+    "fork-join": StormWorkload("streamband.storm.topo.ForkJoin",
+                               {"A": "A", "B": "B", "C": "C", "D": "D"}, _fork_join),
+    # the sink counts the words the rankings cover; a partial covers window_count words
+    "trending-topics": StormWorkload(
+        "streamband.storm.topo.TrendingTopics",
+        {"spout": "tweets", "split": "split", "wct": "count", "aggregator": "topk",
+         "report": "report"}, _trending_topics,
+        lambda app: 1.0 / (app.op("wct").window_count or 5)),
+    "trucking-iot": StormWorkload(
+        "streamband.storm.topo.TruckingIoT",
+        {"truck": "trucks", "traffic": "traffic", "combiner": "combine",
+         "dashboard": "score"}, _trucking_iot),
+}
+
+
+class StormRunner:
+    """Runs an experiment's cases on Apache Storm on the testbed.
+
+    One testbed (the case's network, plus a master host on a star) and one Storm
+    cluster per network x bandwidth; one running topology per case (placement), warmed
+    up once, then every policy of the spec one after another on it, each for
+    ``seconds`` (000 §VI-A; the order alternates across repetitions, so that neither
+    policy gains from the tuples the other left queued).
+
+    Parameters
+    ----------
+    out : Path
+        Where the testbed's and cluster's logs and each run's allocation log go.
+    seconds : float
+        Length of each policy's measured window, seconds.
+    warmup_s : float
+        Seconds after the topology is placed before the first window (excluded).
+    dt : float
+        Δt of the live manager loop, seconds (the meters' lease is 3 Δt).
+    guard : bool
+        Do no harm (:class:`~streamband.control.guard.HarmGuard`).
+    """
+
+    __test__ = False
+    name = "storm"
+
+    def __init__(self, out: Path, seconds: float = 60.0, warmup_s: float = 20.0,
+                 dt: float = 1.0, guard: bool = True, **control: Any) -> None:
+        import os
+
+        from streamband.errors import PreconditionError
+
+        if os.geteuid() != 0:
+            raise PreconditionError("--backend storm: needs root (the testbed's namespaces)")
+        self.out, self.seconds, self.warmup_s, self.dt = Path(out), seconds, warmup_s, dt
+        self.guard = guard
+        self.control = control
+        self.tb: Any = None
+        self.cluster: Any = None
+        self.key: tuple[str, float] | None = None
+        self.topology: tuple[Any, Any] | None = None  # (case, ManagedTopology)
+        self.count = 0
+
+    def __enter__(self) -> StormRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop()
+
+    def _stop(self) -> None:
+        if self.cluster is not None:
+            self.cluster.stop()
+            self.cluster = None
+        if self.tb is not None:
+            self.tb.stop()
+            self.tb = None
+        self.key, self.topology = None, None
+
+    def check(self, spec: ExperimentSpec, case: Case) -> None:
+        """Preconditions: a Storm topology runs the app; the policies run on a network."""
+        from streamband.alloc.registry import policy_entry
+        from streamband.errors import SpecError, nearest
+
+        if spec.app.name not in WORKLOADS:
+            raise SpecError(f"app {spec.app.name!r}: no Storm topology runs it; the storm "
+                            f"backend runs {', '.join(WORKLOADS)}"
+                            f"{nearest(spec.app.name, WORKLOADS)}")
+        for p in spec.policies:
+            if policy_entry(p).kind not in ("per-step", "loop"):
+                raise SpecError(f"policies: {p!r} is of kind {policy_entry(p).kind!r}; Storm "
+                                f"runs tcp and the manager loop's policies")
+
+    def _cluster(self, case: Case) -> None:
+        from streamband.control.api_client import ControllerClient
+        from streamband.storm.cluster import StormCluster, testbed_spec
+        from streamband.testbed.network import Testbed
+        from streamband.testbed.spec import TestbedSpec
+
+        key = (case.network.name, case.bandwidth_mbps)
+        if self.key == key:
+            return
+        self._stop()
+        net = case.network
+        swept = "link_mbps" if net.throttle == "host" else "internal_mbps"
+        fields = net.model_dump(exclude={"name", "bandwidth_mbps", "throttle"},
+                                exclude_unset=True)
+        star = net.topology == "star"
+        spec = TestbedSpec.model_validate({**fields, "topology": net.topology,
+                                           swept: case.bandwidth_mbps, "master": star,
+                                           **self.control})
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.tb = Testbed(spec, log_dir=self.out / "testbed")
+        self.tb.start()
+        ControllerClient(spec.api).wait_ready(1)
+        hosts = [h for h in self.tb.topo.hosts if h != "master"]
+        master = "master" if star else hosts[0]  # ZooKeeper and Nimbus beside a worker
+        self.cluster = StormCluster(testbed_spec(self.tb.state(), self.out / "cluster",
+                                                 master, hosts)).start()
+        self.key = key
+
+    def _topology(self, spec: ExperimentSpec, case: Case) -> Any:
+        from streamband.storm.manage import ManagedTopology, Workload
+
+        if self.topology is not None and self.topology[0] is case:
+            return self.topology[1]
+        if self.topology is not None:
+            self.cluster.kill(self.topology[1].info["name"])
+            time.sleep(5)
+        work = WORKLOADS[spec.app.name]
+        app = spec.app
+        where: dict[str, list[str]] = {}
+        for o in app.operators:
+            where[work.components[o.name]] = [
+                self.tb.ip(case.flowmap.placement[f"{o.name}[{i}]"]) for i in range(o.parallelism)]
+        self.count += 1
+        name = f"{app.name}-{case.placement}-{self.count}".replace("_", "-")
+        self.cluster.submit(self.cluster.jar, work.main, name,
+                            {**work.settings(app), "streamband.placement": where})
+        info = self.cluster.wait_running(name)
+        info["name"] = name
+        edges = tuple((work.components[e.src], work.components[e.dst]) for e in app.edges)
+        mt = ManagedTopology(self.tb, self.cluster, info,
+                             Workload(work.main, edges, tuple(int(e.tuple_bytes)
+                                                              for e in app.edges)))
+        time.sleep(self.warmup_s)
+        self.topology = (case, mt)
+        return mt
+
+    def run(self, spec: ExperimentSpec, case: Case, policy: str,
+            progress: Callable[[float], None] | None = None,
+            reference_links: list[int] | None = None) -> RunRecord:
+        from streamband.alloc.registry import policy_entry
+
+        self._cluster(case)
+        mt = self._topology(spec, case)
+        entry = policy_entry(policy)
+        tag = f"{case.network.name}-{case.bandwidth_mbps:g}-{case.placement}-{policy}"
+        samples: list[tuple[float, np.ndarray]] = []
+        t0 = time.monotonic()
+
+        def on_step(linkstats: Any) -> None:
+            samples.append((time.monotonic() - t0, linkstats.flow_rates.copy()))
+            if progress:
+                progress(min(1.0, (time.monotonic() - t0) / self.seconds))
+
+        r = mt.run(policy if entry.kind == "loop" else "tcp", self.seconds, self.dt,
+                   log=self.out / f"{tag}-{self.count}.alloc.jsonl", on_step=on_step,
+                   guard=self.guard)
+        topo = self.tb.topo
+        util = r["link_used_bps"] / topo.capacities
+        links = reference_links or [lk for lk in range(len(topo.links))
+                                    if mt.routing[:, lk].nnz and util[lk] >= 0.9]
+        scale = WORKLOADS[spec.app.name].per_sink_count(spec.app)
+        times = np.array([t for t, _ in samples])
+        rates = np.array([x / 1e6 for _, x in samples]).reshape(len(samples), len(mt.pairs))
+        row = {
+            "experiment": spec.experiment, "app": spec.app.name, "placement": case.placement,
+            "network": case.network.name, "bandwidth_mbps": case.bandwidth_mbps,
+            "policy": policy, "backend": "storm",
+            "throughput_tps": r["throughput_tps"] * scale,
+            "goodput_mbps": r["bytes_in_bps"] / 1e6 if r.get("bytes_in_bps") else None,
+            "latency_s": r["latency_ms"] / 1e3 if r["latency_ms"] is not None else None,
+            "latency_p50_s": r["latency_p50_ms"] / 1e3 if r["latency_p50_ms"] else None,
+            "latency_p99_s": r["latency_p99_ms"] / 1e3 if r["latency_p99_ms"] else None,
+            "link_utilization": float(np.mean(util[links])) if links else None,
+            "optimizer_ms": r["optimizer_ms"] if entry.kind == "loop" else None,
+            "dropped_tuples": r["failed"],
+            "allocations": r["allocations"], "acked": r["acked"], "emitted": r["emitted"],
+            "profiles": r["profiles"], "report_age_max_s": r["report_age_max_s"],
+            "seconds": r["seconds"], "loop_errors": r["loop_errors"],
+            "flows": r["flows"], "last_rates_bps": r["last_rates_bps"],
+            "capped_share": r["capped_share"],
+        }
+        return RunRecord(row, times, [p.label or p.name for p in mt.pairs], rates,
+                         np.ones(len(mt.pairs), bool), [int(lk) for lk in links])
+
+
+Runner = StormRunner
+Profiler, LinkStats, Enforcer = StormProfiler, ControllerLinkStats, MeterEnforcer

@@ -25,6 +25,7 @@ from streamband.alloc.base import FlowState
 from streamband.alloc.registry import policy_entry
 from streamband.backends.base import Case, RunRecord
 from streamband.backends.openflow import ControllerLinkStats, CountingEnforcer, MeterEnforcer
+from streamband.control.guard import HarmGuard
 from streamband.errors import PreconditionError, SpecError
 
 if TYPE_CHECKING:
@@ -82,6 +83,9 @@ class TestbedRunner:
         Length of each run, seconds (warm-up: a third of it, at most 5 s).
     dt : float
         Δt of the live manager loop, seconds (000 Fig. 4; the meters' lease is 3 Δt).
+    guard : bool
+        Do no harm (:class:`~streamband.control.guard.HarmGuard`): cap only when an
+        allocation moves enough bandwidth from TCP's measured split.
     control : dict
         Control-plane fields of the testbed spec (``api``, ``openflow``).
     """
@@ -89,12 +93,13 @@ class TestbedRunner:
     __test__ = False
     name = "testbed"
 
-    def __init__(self, out: Path, seconds: float = 60.0, dt: float = 1.0,
+    def __init__(self, out: Path, seconds: float = 60.0, dt: float = 1.0, guard: bool = True,
                  **control: Any) -> None:
         if os.geteuid() != 0:
             raise PreconditionError("--backend testbed: needs root (network namespaces, "
                                     "Open vSwitch)")
         self.out, self.seconds, self.dt, self.control = Path(out), seconds, dt, control
+        self.guard = guard
         self.tb: Testbed | None = None
         self.key: tuple[str, float] | None = None
 
@@ -171,7 +176,8 @@ class TestbedRunner:
         assert entry.fn is not None
         manager = Manager(routing=routing, link_kind=topo.kinds, policy=entry.fn,
                           profiler=profiler, linkstats=linkstats, enforcer=enforcer, dt=self.dt,
-                          weights=np.array([float(e.tuple_bytes) for e in flows]))
+                          weights=np.array([float(e.tuple_bytes) for e in flows]),
+                          guard=HarmGuard() if self.guard and entry.kind == "loop" else None)
         enforcer.enforce(np.full(len(flows), np.inf))  # counting rules before traffic
         loop = LiveLoop(manager, log=run_dir.with_suffix(".alloc.jsonl"))
         before = {p["name"]: p for p in client.ports(fresh=True)}
@@ -217,9 +223,16 @@ class TestbedRunner:
             "dropped_tuples": res["dropped_tuples"],
             "allocations": len(manager.history),
             "seconds": self.seconds, "loop_errors": loop.errors[:3],
+            "capped_share": _capped(manager),
         }
         return RunRecord(row, times, [f.id for f in fm.flows], rates, fm.external,
                          [int(lk) for lk in links])
+
+
+def _capped(manager: Any) -> float | None:
+    """The share of the run's allocations the guard let through (None: no guard)."""
+    g = manager.guard
+    return float(np.mean(g.decisions)) if g is not None and g.decisions else None
 
 
 Runner = TestbedRunner

@@ -109,7 +109,11 @@ class LiveLoop:
         state = self.manager.profiler.last if hasattr(self.manager.profiler, "last") else None
         self.metrics.observe(alloc, self._stats.last)
         if self.log:
-            self.log.write(alloc, self._stats.last, {"state": state} if state else {})
+            extra: dict[str, Any] = {"state": state} if state else {}
+            g = self.manager.guard
+            if g is not None:
+                extra["guard"] = {"capping": g.capping, "moved": g.moved}
+            self.log.write(alloc, self._stats.last, extra)
         if self.on_step is not None:
             self.on_step()
         return alloc

@@ -21,6 +21,7 @@ import numpy as np
 
 from streamband.alloc.base import AllocProblem, FlowState, Policy
 from streamband.alloc.common import bottlenecked_links, entries
+from streamband.control.guard import HarmGuard
 
 
 class Profiler(Protocol):
@@ -66,8 +67,12 @@ class Manager:
         Δt, seconds between allocations.
     weights : ndarray (F,), optional
         Per-flow weights a policy may use (tuple sizes, 001 §III-D).
+    guard : HarmGuard, optional
+        Do no harm (:mod:`.guard`): keep TCP's measured split unless the allocation moves
+        enough bandwidth to pay for metering it. None (the simulator: metering is free
+        there): always enforce.
     history : list of Allocation
-        Every allocation made, in order.
+        Every allocation made, in order (``rates_bps`` as enforced).
     """
 
     routing: object  # scipy.sparse F x L
@@ -78,6 +83,7 @@ class Manager:
     enforcer: Enforcer
     dt: float
     weights: np.ndarray | None = None
+    guard: HarmGuard | None = None
     history: list[Allocation] = field(default_factory=list)
 
     def step(self, now: float) -> Allocation:
@@ -99,6 +105,9 @@ class Manager:
         on_hot = np.zeros(e.n_flows, bool)
         on_hot[e.rows[hot[e.cols]]] = True
         rates = np.where(on_hot, rates, np.inf)
+        if self.guard is not None and not self.guard.decide(
+                e, problem.capacity, hot, rates, 8.0 * problem.state.sent / self.dt):
+            rates = np.full(e.n_flows, np.inf)  # TCP's own split: the move is too small
         self.enforcer.enforce(rates)
         alloc = Allocation(now, rates, spent)
         self.history.append(alloc)

@@ -71,7 +71,9 @@ class Options:
     length of each run (``None``: the spec's or the module's default); ``repeat``:
     runs per configuration on noisy backends (median and spread reported);
     ``full_trace`` (paper-004): the whole trace everywhere; ``policy``: the managed
-    policy under test in place of the module's default (to check that checks fail).
+    policy under test in place of the module's default (to check that checks fail);
+    ``guard``: on a real backend, keep TCP's split unless an allocation moves enough
+    bandwidth to pay for metering it (:mod:`streamband.control.guard`).
     """
 
     backend: str = "sim"
@@ -79,6 +81,7 @@ class Options:
     repeat: int = 1
     full_trace: bool = False
     policy: str | None = None
+    guard: bool = True
 
 
 @dataclass

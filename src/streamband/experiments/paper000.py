@@ -30,7 +30,7 @@ from streamband.report.paper import add_vs_paper
 
 NAME = "paper-000"
 TITLE = "paper 000: app-aware bandwidth allocation (TT, TI)"
-BACKENDS = ("sim",)
+BACKENDS = ("sim", "storm")
 SPECS = {"TT": "paper-000-tt", "TI": "paper-000-ti"}
 
 #: 000 §VI-B, Fig. 8 and 9: App-aware's throughput gain over TCP (%)
@@ -108,17 +108,85 @@ def compare(rows: Sequence[dict], short: dict[str, str], policy: str = "appaware
     return Comparison(header, table, checks, legend=LEGEND, notes=notes)
 
 
+def compare_backends(real: Sequence[dict], sim: Sequence[dict], short: dict[str, str],
+                     policy: str = "appaware", backend: str = "storm") -> Comparison:
+    """Per app, network and bandwidth: ``policy``'s gain and latency change against tcp
+    on a real backend (medians over repetitions), beside the simulator's and 000's."""
+    from statistics import median
+
+    def med(rows: Sequence[dict], key: str, **m: object) -> float:
+        vals = [r[key] for r in _by(rows, **m) if r.get(key) is not None]
+        return median(vals) if vals else float("nan")
+
+    table, checks = [], []
+    for app in dict.fromkeys(r["app"] for r in real):
+        tag = short.get(app, app)
+        for net in dict.fromkeys(r["network"] for r in _by(real, app=app)):
+            for bw in sorted({r["bandwidth_mbps"] for r in _by(real, app=app, network=net)}):
+                at = {"app": app, "network": net, "bandwidth_mbps": bw}
+                t_tcp, t_aa = (med(real, "throughput_tps", policy=p, **at)
+                               for p in ("tcp", policy))
+                l_tcp, l_aa = (med(real, "latency_s", policy=p, **at) for p in ("tcp", policy))
+                s_tcp, s_aa = (med(sim, "throughput_tps", policy=p, **at)
+                               for p in ("tcp", policy))
+                sl_tcp, sl_aa = (med(sim, "latency_s", policy=p, **at) for p in ("tcp", policy))
+                gain, lat = 100 * (t_aa / t_tcp - 1), 100 * (l_aa / l_tcp - 1)
+                pg = PAPER_GAIN.get((tag, net), {}).get(int(bw), float("nan"))
+                pl = PAPER_LATENCY.get((tag, net), {}).get(int(bw), float("nan"))
+                table.append([tag, net, bw, t_tcp, t_aa, gain, 100 * (s_aa / s_tcp - 1), pg,
+                              lat, 100 * (sl_aa / sl_tcp - 1), pl,
+                              med(real, "link_utilization", policy=policy, **at)])
+                where = f"{tag} {net} {bw:g} Mbit/s"
+                checks.append(Check(f"{where}: {policy} throughput >= tcp on {backend}",
+                                    f"{gain:+.1f} %", gain >= 0.0))
+                checks.append(Check(f"{where}: {policy} latency not above tcp's on {backend}",
+                                    f"{lat:+.1f} %", not lat > 0.0))
+    header = ["app", "network", "Mbit/s", f"{backend} tcp tuples/s",
+              f"{backend} {policy} tuples/s", f"{backend} gain %", "sim gain %", "paper gain %",
+              f"{backend} latency change %", "sim latency change %", "paper latency change %",
+              f"{backend} util"]
+    legend = {f"{backend} gain %": "median throughput over the repetitions against tcp's",
+              f"{backend} latency change %": "median mean event-time latency against tcp's",
+              f"{backend} util": f"utilisation of the bottleneck links under {policy}"}
+    return Comparison(header, table, checks, title=f"{backend} against simulator and paper",
+                      legend=legend)
+
+
 def run(out: Path, opts: Options, console: Console) -> Outcome:
-    """Run TT and TI on the simulator; print and write the comparison with 000."""
+    """Run TT and TI on ``opts.backend``; print and write the comparison with 000."""
     policy = opts.policy or "appaware"
-    todo = specs(opts)
-    done = execute(todo, backend(opts.backend).Runner(), console)
-    rows = [r for d in done for r in d.rows]
-    short = {d.spec.app.name: tag for d, tag in zip(done, SPECS, strict=True)}
-    cmp = compare(rows, short, policy)
     intro = [__doc__.split("\n\n", 1)[1].replace("\n", " ").strip()]
-    return publish(out, f"{TITLE}, simulator", done, cmp, console, intro,
-                   figures=lambda r: _figure(r, cmp))
+    if opts.backend == "sim":
+        done = execute(specs(opts), backend("sim").Runner(), console)
+        rows = [r for d in done for r in d.rows]
+        short = {d.spec.app.name: tag for d, tag in zip(done, SPECS, strict=True)}
+        cmp = compare(rows, short, policy)
+        return publish(out, f"{TITLE}, simulator", done, cmp, console, intro,
+                       figures=lambda r: _figure(r, cmp))
+    seconds = opts.seconds or 60.0
+    sim = execute(specs(Options(policy=opts.policy)), backend("sim").Runner(), console)
+    real_specs = [s.model_copy(update={"policies": ["tcp", policy]})
+                  for s in specs(Options(policy=opts.policy))]
+    runner = backend(opts.backend).Runner(out, seconds=seconds, guard=opts.guard)
+    done = execute(real_specs, runner, console, repeat=opts.repeat)
+    short = {d.spec.app.name: tag for d, tag in zip(done, SPECS, strict=True)}
+    cmp = compare_backends([r for d in done for r in d.rows],
+                           [r for d in sim for r in d.rows], short, policy, opts.backend)
+    intro.append(f"Each {opts.backend} run lasts {seconds:g} s ({opts.repeat} repetition(s), "
+                 "medians; the policies' order alternates across repetitions), on the "
+                 "topologies of storm/ pinned to the testbed's hosts as placed by the spec.")
+    return publish(out, f"{TITLE}, {opts.backend}", done, cmp, console, intro,
+                   extra={"sim_runs": [r for d in sim for r in d.rows]},
+                   figures=lambda r: _figure_real(r, cmp, opts.backend))
+
+
+def _figure_real(report: Report, cmp: Comparison, backend: str) -> None:
+    h = cmp.header.index
+    labels = [f"{r[0]} {r[1]} {r[2]:g}" for r in cmp.rows]
+    add_vs_paper(report, "paper-000-gain-vs-paper", labels,
+                 [r[h(f"{backend} gain %")] for r in cmp.rows],
+                 [r[h("paper gain %")] for r in cmp.rows], "throughput gain over tcp (%)",
+                 extra={"simulator": [r[h("sim gain %")] for r in cmp.rows]})
 
 
 def _figure(report: Report, cmp: Comparison) -> None:

@@ -94,9 +94,12 @@ def execute(specs: list[ExperimentSpec], runner: Runner, console: Console,
         overall = bar.add_task(f"all runs ({runner.name})", total=total)
         for d in planned:
             for case in d.cases:
+                reference: list[int] | None = None
                 for rep in range(repeat):
-                    reference: list[int] | None = None
-                    for policy in d.spec.policies:
+                    # alternate the order across repetitions: on a real engine a policy
+                    # that runs second inherits the tuples the first left queued
+                    order = d.spec.policies if rep % 2 == 0 else d.spec.policies[::-1]
+                    for policy in order:
                         label = (f"{d.spec.app.name} {case.placement} {case.network.name} "
                                  f"{case.bandwidth_mbps:g} Mbit/s {policy}"
                                  + (f" #{rep + 1}" if repeat > 1 else ""))
@@ -105,7 +108,7 @@ def execute(specs: list[ExperimentSpec], runner: Runner, console: Console,
                                          lambda f, t=task: bar.update(t, completed=f),
                                          reference)
                         rec.row["repeat"] = rep
-                        if policy == "tcp":
+                        if policy == "tcp" and reference is None:
                             reference = rec.bottleneck_links
                         bar.update(task, completed=1.0, visible=False)
                         bar.advance(overall)

@@ -9,6 +9,7 @@ its edges, tuple sizes and the three placements of {A, B, C, D} on two hosts."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,8 +18,16 @@ import numpy as np
 
 from streamband.alloc import get_policy
 from streamband.backends.openflow import ControllerLinkStats, CountingEnforcer, MeterEnforcer
-from streamband.backends.storm import StormProfiler, app_totals, host_reader, read_snapshot
+from streamband.backends.storm import (
+    LATENCY_BUCKETS,
+    StormProfiler,
+    app_totals,
+    host_reader,
+    latency_percentiles,
+    read_snapshot,
+)
 from streamband.control.api_client import ControllerClient
+from streamband.control.guard import HarmGuard
 from streamband.control.live import LiveLoop
 from streamband.control.manager import Manager
 from streamband.model.routing import Router, routing_matrix
@@ -101,9 +110,13 @@ class ManagedTopology:
         return t
 
     def run(self, policy: str, seconds: float, dt: float = 1.0,
-            log: Path | None = None, input_queue: bool = True) -> dict[str, Any]:
+            log: Path | None = None, input_queue: bool = True,
+            on_step: Callable[[ControllerLinkStats], None] | None = None,
+            guard: bool = False) -> dict[str, Any]:
         """``policy`` (``tcp`` = no meters, else an allocation policy) for ``seconds``;
-        returns the window's row (``input_queue``: see :class:`StormProfiler`)."""
+        returns the window's row (``input_queue``: see :class:`StormProfiler`;
+        ``on_step``: called with the link statistics after every allocation; ``guard``:
+        do no harm, :class:`~streamband.control.guard.HarmGuard`)."""
         tb = self.tb
         client = ControllerClient(tb.spec.api)
         client.delete_meters()
@@ -116,23 +129,36 @@ class ManagedTopology:
         manager = Manager(routing=self.routing, link_kind=tb.topo.kinds,
                           policy=get_policy("maxmin" if policy == "tcp" else policy),
                           profiler=profiler, linkstats=linkstats, enforcer=enforcer, dt=dt,
-                          weights=np.array(self.bytes))
+                          weights=np.array(self.bytes),
+                          guard=HarmGuard() if guard and policy not in ("tcp", "observe")
+                          else None)
         enforcer.enforce(np.full(len(self.pairs), np.inf))
         time.sleep(2.0)  # the counting rules' first polls
         linkstats.allocatable()
         loop = LiveLoop(manager, log=log)
+        if on_step is not None:
+            loop.on_step = lambda: on_step(linkstats)
+        ports0 = {p["name"]: p for p in client.ports(fresh=True)}
         before = self.totals()
         loop.start()
         time.sleep(seconds)
         meters = client.meters()
         loop.stop()
         after = self.totals()
+        ports1 = {p["name"]: p for p in client.ports(fresh=True)}
         client.delete_meters()
         client.close()
         span = after["time"] - before["time"]
 
         def d(k: str) -> float:
             return after.get(k, 0.0) - before.get(k, 0.0)
+
+        buckets = {i: d(f"sink.lat_b{i:02d}") for i in range(LATENCY_BUCKETS)}
+        p50, p99 = latency_percentiles(buckets)
+        used = np.array([8.0 * (ports1[r.port][f"{r.direction}_bytes"]
+                                - ports0[r.port][f"{r.direction}_bytes"]) / span
+                         for r in tb.link_ports()])
+        opt = [a.optimizer_s * 1e3 for a in manager.history]
 
         ages = [a for a in (h.get("report_age_s") for h in _states(log)) if a is not None] \
             if log else []
@@ -141,6 +167,11 @@ class ManagedTopology:
             "seconds": span,
             "throughput_tps": d("sink.count") / span,
             "latency_ms": d("sink.latency_sum_ms") / d("sink.count") if d("sink.count") else None,
+            "latency_p50_ms": p50 * 1e3 if p50 is not None else None,
+            "latency_p99_ms": p99 * 1e3 if p99 is not None else None,
+            "bytes_in_bps": 8.0 * d("sink.bytes_in") / span if d("sink.bytes_in") else None,
+            "link_used_bps": used,
+            "optimizer_ms": float(np.mean(opt)) if opt else None,
             "acked": d("spout.acked"),
             "failed": d("spout.failed"),
             "emitted": d("spout.emitted"),
@@ -154,6 +185,8 @@ class ManagedTopology:
                                for r in manager.history[-1].rates_bps] if manager.history
             else [],
             "report_age_max_s": max(ages) if ages else None,
+            "capped_share": (float(np.mean(manager.guard.decisions))
+                             if manager.guard is not None and manager.guard.decisions else None),
         }
 
 

@@ -81,6 +81,9 @@ public final class Bench {
     }
 
     /** Cumulative counters of one task, sent once a second as one datagram. */
+    /** Buckets of the sinks' latency histogram: 1.25^i ms, up to about 12 minutes. */
+    public static final int LATENCY_BUCKETS = 64;
+
     public static final class Reporter {
         private final Udp udp;
         private final Map<String, Object> base = new TreeMap<>();
@@ -101,6 +104,19 @@ public final class Bench {
 
         public void max(String key, double v) {
             values.merge(key, v, Math::max);
+        }
+
+        /**
+         * Counts {@code n} event-time latencies of {@code ms} milliseconds: cumulative counts
+         * per bucket {@code lat_bNN}, bucket i holding [1.25^(i-1), 1.25^i) ms (bucket 0:
+         * under 1 ms, the last: everything above), so a reader takes percentiles of any window.
+         */
+        public void latency(double ms, double n) {
+            int i = ms < 1.0 ? 0 : Math.min(LATENCY_BUCKETS - 1, 1 + (int) Math.floor(Math.log(ms) / Math.log(1.25)));
+            add(String.format("lat_b%02d", i), n);
+            add("count", n);
+            add("latency_sum_ms", ms * n);
+            max("latency_max_ms", ms);
         }
 
         /** Sends if a second has passed since the last report. */

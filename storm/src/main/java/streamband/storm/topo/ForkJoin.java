@@ -138,10 +138,7 @@ public final class ForkJoin {
             if (other == null) {
                 waiting.put(id, from);
             } else if (!other.equals(from)) {
-                double lat = System.currentTimeMillis() - t.getLong(1);
-                rep.add("count", 1);
-                rep.add("latency_sum_ms", lat);
-                rep.max("latency_max_ms", lat);
+                rep.latency(System.currentTimeMillis() - t.getLong(1), 1);
             }
             rep.add("bytes_in", ((byte[]) t.getValue(2)).length);
             out.ack(t);

@@ -29,9 +29,7 @@ public class Sink extends BaseRichBolt {
         if (!TupleUtils.isTick(t)) {
             double n = t.getFields().contains("n") ? ((Number) t.getValueByField("n")).doubleValue() : 1.0;
             double lat = System.currentTimeMillis() - t.getLongByField("ts");
-            rep.add("count", n);
-            rep.add("latency_sum_ms", lat * n);
-            rep.max("latency_max_ms", lat);
+            rep.latency(lat, n);
             out.ack(t);
         }
         rep.tick();

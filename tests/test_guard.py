@@ -1,0 +1,41 @@
+"""Do no harm: the manager keeps TCP's measured split unless an allocation moves enough
+of a bottleneck's capacity, with hysteresis (001's TP1 vs TP2 on one 20 Mbit/s uplink)."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from streamband.alloc.common import entries
+from streamband.control.guard import HarmGuard
+
+MBIT = 1e6
+E = entries(sp.csr_matrix(np.array([[1, 0], [1, 0]])))  # two flows on link 0; link 1 idle
+CAP = np.array([20 * MBIT, 20 * MBIT])
+HOT = np.array([True, False])
+
+
+def decide(g: HarmGuard, alloc: list[float], measured: list[float]) -> bool:
+    return g.decide(E, CAP, HOT, np.array(alloc) * MBIT, np.array(measured) * MBIT)
+
+
+def test_small_moves_keep_tcp_large_ones_cap_with_hysteresis():
+    g = HarmGuard()
+    assert not decide(g, [8, 12], [10, 10])  # TP1: 2 of 20 Mbit/s change hands
+    assert g.moved == pytest.approx(0.10)
+    assert decide(g, [14.5, 5.5], [10, 10])  # TP2: 4.5 of 20
+    assert g.moved == pytest.approx(0.225)
+    # capped now: TCP's split is the last uncapped measurement (10/10), not the metered one
+    assert decide(g, [11.8, 8.2], [11.8, 8.2])  # 0.09 >= margin_off: keep capping
+    assert not decide(g, [11, 9], [11, 9])  # 0.05 < margin_off: release
+    assert not decide(g, [11.8, 8.2], [10.2, 9.8])  # uncapped again, 0.08 < margin_on
+
+
+def test_uncapped_flows_and_idle_links_do_not_count():
+    g = HarmGuard()
+    assert not decide(g, [np.inf, np.inf], [3, 17])
+    assert g.moved == 0.0
+
+
+def test_margins_must_be_ordered():
+    with pytest.raises(ValueError, match="margin_off <= margin_on"):
+        HarmGuard(margin_on=0.05, margin_off=0.1)
