@@ -62,12 +62,12 @@ def chain() -> Dataflow:
                     [("S", "A"), ("A", "B")])
 
 
-def recorded_run(store: Path, seed: int, n: int = 3000, rounds: int = 12
+def recorded_run(store: Path, seed: int, n: int = 3000, rounds: int = 12, decay: float = 0.0
                  ) -> tuple[LocalCluster, dict[str, list[tuple[str, Message]]]]:
     """A simulated run whose instances record ("in", msg) and ("out", msg) in order."""
     flow = chain()
     cl = LocalCluster(flow, store, MetisPlanner(flow, servers=3, seed=seed), seed=seed,
-                      stats_memory_bytes=MEMORY)
+                      stats_memory_bytes=MEMORY, stats_decay=decay)
     trace: dict[str, list[tuple[str, Message]]] = {i: [] for i in cl.instances}
     send = cl.transport.send
 
@@ -116,16 +116,19 @@ def normal(out: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def test_java_instances_send_what_the_python_reference_sends(java: list[str],
-                                                             tmp_path: Path) -> None:
-    cl, trace = recorded_run(tmp_path, seed=3)
+@pytest.mark.parametrize("decay", [0.0, 0.5])
+def test_java_instances_send_what_the_python_reference_sends(java: list[str], tmp_path: Path,
+                                                             decay: float) -> None:
+    """003's reset of the statistics, and the opt-in decay (its integer rescaling reached
+    after 4 reconfigurations at 1/2)."""
+    cl, trace = recorded_run(tmp_path, seed=3, decay=decay)
     assert cl.rounds_done >= 8 and cl.manager.migrated_keys > 0
     assert cl.manager.rec.rolled_back  # an ABORT reached every instance
     flow = chain()
     lines: list[dict[str, Any]] = []
     want: dict[str, list[tuple[int, dict[str, Any]]]] = {}
     for iid, events in trace.items():
-        lines.append({"iid": iid, "flow": flow.to_json(), "memory_bytes": MEMORY,
+        lines.append({"iid": iid, "flow": flow.to_json(), "memory_bytes": MEMORY, "decay": decay,
                       "tables": {op: RoutingTable(op, 3).to_json() for op in ("A", "B")}})
         k = -1
         want[iid] = []

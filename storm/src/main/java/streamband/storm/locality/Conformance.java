@@ -75,7 +75,7 @@ public final class Conformance {
             Map<String, RoutingTable> tables = new HashMap<>();
             cfg.get("tables").fields().forEachRemaining(e -> tables.put(e.getKey(), RoutingTable.fromJson(e.getValue())));
             inst = new Instance(cfg.get("iid").textValue(), Flow.fromJson(cfg.get("flow")), tables, this,
-                cfg.path("memory_bytes").asLong(1 << 20), cfg.path("decay").asBoolean(false));
+                cfg.path("memory_bytes").asLong(1 << 20), cfg.path("decay").asDouble(0.0));
         }
 
         void deliver(JsonNode msg) throws java.io.IOException {

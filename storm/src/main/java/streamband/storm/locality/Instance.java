@@ -77,7 +77,7 @@ public final class Instance {
     private final List<String> predecessors;
     private final Out out;
     private final long memoryBytes;
-    private final boolean decay;
+    private final double decay;
 
     // the protocol record (InstanceRecord on the Python side)
     private Phase phase = Phase.IDLE;
@@ -104,7 +104,7 @@ public final class Instance {
     public final TreeMap<Long, EpochStats> epochs = new TreeMap<>();
 
     public Instance(String iid, Flow flow, Map<String, RoutingTable> initial, Out out, long memoryBytes,
-                    boolean decay) {
+                    double decay) {
         this.iid = iid;
         Map.Entry<String, Integer> oi = Flow.split(iid);
         this.op = oi.getKey();
@@ -430,8 +430,8 @@ public final class Instance {
         }
         // 003 §3.2: statistics restart after every reconfiguration (or, opted in, decay)
         for (SpaceSaving s : allStats()) {
-            if (decay) {
-                s.halve();
+            if (decay > 0) {
+                s.decay(decay);
             } else {
                 s.reset();
             }

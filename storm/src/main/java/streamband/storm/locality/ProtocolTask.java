@@ -23,8 +23,9 @@ import streamband.storm.Udp;
  *
  * <p>Settings (topology conf): {@code locality.flow} (the dataflow's JSON), {@code
  * locality.hub} (the log server, host:port), {@code locality.memory_bytes} (SpaceSaving's memory
- * per summary, 1 MB by default), {@code locality.decay} (halve statistics instead of resetting
- * them: the opt-in extension), {@code streamband.placement} (component -> hosts, to tell local
+ * per summary, 1 MB by default), {@code locality.decay} (0: statistics restart at every
+ * reconfiguration; 0 &lt; d &lt; 1: past statistics weigh d instead, the opt-in extension), {@code
+ * streamband.placement} (component -> hosts, to tell local
  * from remote inputs).
  */
 public final class ProtocolTask implements Instance.Out {
@@ -64,7 +65,7 @@ public final class ProtocolTask implements Instance.Out {
         int index = ctx.getComponentTasks(op).indexOf(ctx.getThisTaskId());
         String iid = Flow.instance(op, index);
         long mem = (long) num(conf.get("locality.memory_bytes"), 1 << 20);
-        this.inst = new Instance(iid, flow, Map.of(), this, mem, Boolean.parseBoolean(String.valueOf(conf.get("locality.decay"))));
+        this.inst = new Instance(iid, flow, Map.of(), this, mem, num(conf.get("locality.decay"), 0.0));
         Object pl = conf.get("streamband.placement");
         if (pl instanceof Map) {
             ((Map<String, Object>) pl).forEach((c, hs) -> {

@@ -17,6 +17,8 @@ import java.util.TreeMap;
  */
 public final class SpaceSaving {
     public static final int ENTRY_BYTES = 24;
+    /** The unit of a tuple's count after the first {@link #decay} (and the rescaling factor). */
+    public static final long DECAY_UNIT = 16;
 
     /** One monitored item with its estimated count and maximal over-count. */
     public static final class Counter {
@@ -35,6 +37,8 @@ public final class SpaceSaving {
     private final Map<Object, Counter> counters = new HashMap<>();
     private final TreeMap<Long, LinkedHashSet<Counter>> buckets = new TreeMap<>();
     private long n;
+    private long unit = 1;
+    private double unitF = 1.0;
 
     public SpaceSaving(long memoryBytes) {
         this.capacity = (int) Math.max(1, memoryBytes / ENTRY_BYTES);
@@ -53,19 +57,19 @@ public final class SpaceSaving {
     }
 
     public void add(Object item) {
-        n++;
+        n += unit;
         Counter c = counters.get(item);
         if (c != null) {
-            move(c, c.count + 1);
+            move(c, c.count + unit);
             return;
         }
         if (counters.size() < capacity) {
-            c = new Counter(item, 1, 0);
+            c = new Counter(item, unit, 0);
             counters.put(item, c);
-            buckets.computeIfAbsent(1L, k -> new LinkedHashSet<>()).add(c);
+            buckets.computeIfAbsent(unit, k -> new LinkedHashSet<>()).add(c);
             return;
         }
-        // replace an item of minimal count mu: the newcomer counts mu + 1, error mu
+        // replace an item of minimal count mu: the newcomer counts mu + unit, error mu
         Map.Entry<Long, LinkedHashSet<Counter>> min = buckets.firstEntry();
         Iterator<Counter> it = min.getValue().iterator();
         Counter old = it.next();
@@ -74,7 +78,7 @@ public final class SpaceSaving {
         it.remove();
         min.getValue().add(fresh);
         counters.put(item, fresh);
-        move(fresh, fresh.count + 1);
+        move(fresh, fresh.count + unit);
     }
 
     private void move(Counter c, long to) {
@@ -100,23 +104,46 @@ public final class SpaceSaving {
         counters.clear();
         buckets.clear();
         n = 0;
+        unit = 1;
+        unitF = 1.0;
     }
 
-    /** Halves every count and error (items left at zero are forgotten): the opt-in decay
-     * that replaces the reset of 003 §3.2 (an extension beyond 003). */
-    public void halve() {
-        List<Counter> all = new ArrayList<>(counters.values());
-        long seen = n / 2;
-        reset();
-        n = seen;
-        for (Counter c : all) {
-            long cnt = c.count / 2;
-            if (cnt > 0) {
-                Counter h = new Counter(c.item, cnt, c.error / 2);
-                counters.put(c.item, h);
-                buckets.computeIfAbsent(cnt, k -> new LinkedHashSet<>()).add(h);
+    /** Past counts weigh {@code keep} (0 &lt; keep &lt; 1) of what they did: the opt-in decay
+     * that replaces the reset of 003 §3.2 (an extension beyond 003), exact in integers as
+     * {@code SpaceSaving.decay} of the Python side: tuples to come count {@code unit} (from
+     * {@link #DECAY_UNIT} on, growing by 1/keep), and when it reaches DECAY_UNIT² every count,
+     * error and the unit are divided by DECAY_UNIT (items left at zero are forgotten). */
+    public void decay(double keep) {
+        if (!(keep > 0.0 && keep < 1.0)) {
+            throw new IllegalArgumentException("SpaceSaving.decay: keep must be in (0, 1), got " + keep);
+        }
+        long mul = 1;
+        long div = 1;
+        if (unitF == 1.0) {
+            mul = DECAY_UNIT;
+            unitF = DECAY_UNIT;
+        }
+        unitF /= keep;
+        if (unitF >= DECAY_UNIT * DECAY_UNIT) {
+            div = DECAY_UNIT;
+            unitF /= DECAY_UNIT;
+        }
+        if (mul != 1 || div != 1) {
+            List<Counter> all = new ArrayList<>(counters.values());
+            long seen = n * mul / div;
+            counters.clear();
+            buckets.clear();
+            n = seen;
+            for (Counter c : all) {
+                long cnt = c.count * mul / div;
+                if (cnt > 0) {
+                    Counter h = new Counter(c.item, cnt, c.error * mul / div);
+                    counters.put(c.item, h);
+                    buckets.computeIfAbsent(cnt, k -> new LinkedHashSet<>()).add(h);
+                }
             }
         }
+        unit = (long) Math.floor(unitF + 0.5);
     }
 
     /** A pair of keys, (input key, output key). */
