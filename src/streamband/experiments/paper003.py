@@ -38,7 +38,8 @@ from streamband.locality.evaluation import (
     run_flights,
     synthetic_point,
 )
-from streamband.locality.workloads import flights
+from streamband.locality.timeline import run_timeline
+from streamband.locality.workloads import flights, synthetic
 from streamband.report.html import Report, write_json
 from streamband.report.paper import add_vs_paper
 
@@ -61,6 +62,9 @@ PARAMS: dict[str, Any] = {
     "fig11": {"parallelism": 6, "period_h": 168.0, "alpha": 1.03, "padding": 4096,
               "bw_bps": 1e9, "stats_memory_bytes": 1 << 20},
     "fig12": {"parallelism": [2, 4, 6], "edges": [1, 10, 100, 1000, 10_000, 100_000]},
+    # Fig. 13 with the protocol running, the settings of the Storm run (paper003_storm)
+    "fig13": {"parallelism": 6, "locality": 0.8, "keys_per_group": 200, "tuples": 50_000,
+              "padding": 16384, "bw_bps": 10e6, "seconds": 90.0, "period_s": 30.0},
     "synthetic_tuples": 100_000,
     "throughput_model": MODEL,
 }
@@ -125,6 +129,16 @@ def run(out: Path, opts: Options, console: Console) -> Outcome:
         res["fig12"] = locality_vs_edges(f, tuple(PARAMS["fig12"]["parallelism"]),
                                          tuple(PARAMS["fig12"]["edges"]))
         prog.update(t12, completed=1)
+        p13 = PARAMS["fig13"]
+        t13 = prog.add_task("Fig. 13 timeline, protocol running", total=3)
+        syn = synthetic(p13["parallelism"], p13["locality"], p13["tuples"],
+                        p13["keys_per_group"], seed=0)
+        res["fig13"] = {}
+        for pol in POLICIES_FLIGHTS:
+            res["fig13"][pol] = run_timeline(pol, syn.a, syn.b, p13["parallelism"],
+                                             p13["padding"], p13["bw_bps"], p13["seconds"],
+                                             p13["period_s"]).as_json()
+            prog.advance(t13)
     res["summary"] = summary(res)
     cmp = compare(res)
     res["comparison"] = cmp.as_json()
@@ -165,6 +179,15 @@ def compare(res: dict) -> Comparison:
                         str(s["flights_online_ge_offline_from_week4"]),
                         bool(s["flights_online_ge_offline_from_week4"])))
     imb = f11["imbalance_windows"]["online"]["period"]["mean"]
+    f13 = s["fig13"]
+    checks.append(Check("Fig. 13 (protocol running): online throughput and locality after "
+                        "the first reconfiguration > hash's",
+                        f"{f13['online']['throughput_after']:.0f} vs "
+                        f"{f13['hash']['throughput_after']:.0f} tuples/s, "
+                        f"{f13['online']['locality_after']:.3f} vs "
+                        f"{f13['hash']['locality_after']:.3f}",
+                        f13["online"]["throughput_after"] > f13["hash"]["throughput_after"]
+                        and f13["online"]["locality_after"] > f13["hash"]["locality_after"]))
     checks.append(Check(f"flights: mean weekly imbalance after a reconfiguration <= "
                         f"{MAX_MEAN_IMBALANCE:g}", f"{imb:.3f}", imb <= MAX_MEAN_IMBALANCE))
     checks.append(Check("flights: weekly imbalance after a reconfiguration below hash's in "
@@ -219,8 +242,26 @@ def summary(res: dict) -> dict:
             for p in POLICIES_FLIGHTS
         },
         "flights_planned_imbalance_max": max(f11["planned_imbalance"]),
+        "fig13": fig13_summary(res["fig13"], res["params"]["fig13"]),
         "flights_throughput_tps": f11["throughput_tps"],
     }
+
+
+def fig13_summary(f13: dict, p: dict) -> dict:
+    """Throughput and locality before and after the first reconfiguration, and the
+    rounds' simulated durations (p50/p99), per routing."""
+    from streamband.experiments.paper003_storm import summary as before_after
+
+    runs = [{"policy": pol, "repetition": 0, "timeline": tl, "failed": 0, "errors": 0,
+             "grouping_mismatches": 0,
+             "reconfigurations": {"per_epoch": [{"round_s": r} for r in tl["round_s"]]}}
+            for pol, tl in f13.items()]
+    out = before_after(runs, p)
+    for pol, tl in f13.items():
+        out[pol]["buffered_peak"] = tl["buffered_peak"]
+        for k in ("failed", "errors", "grouping_mismatches"):
+            out[pol].pop(k, None)
+    return out
 
 
 def show(s: dict, console: Console) -> None:
@@ -336,4 +377,22 @@ def report(res: dict, out: Path, cmp: Comparison) -> Path:
     ax.legend()
     rep.heading("Fig. 12: locality vs number of key pairs considered")
     rep.figure(fig, "fig12_locality_vs_edges")
+    # Fig. 13 on the simulator
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(11, 6), sharex=True)
+    colors = {"hash": "tab:gray", "offline": "tab:blue", "online": "tab:red"}
+    for pol, tl in res["fig13"].items():
+        a1.plot(tl["throughput_t"], tl["throughput"], color=colors[pol], label=pol)
+        a2.plot(tl["locality_t"], tl["locality"], color=colors[pol], label=pol)
+        for t in tl["reconfigurations_t"]:
+            for ax in (a1, a2):
+                ax.axvline(t, color=colors[pol], ls=":", lw=0.8)
+    a1.set_ylabel("tuples/s")
+    a2.set_ylabel("A -> B locality")
+    a2.set_xlabel("simulated seconds")
+    a1.legend()
+    p13 = res["params"]["fig13"]
+    rep.heading(f"Fig. 13 on the simulator, the protocol running: parallelism "
+                f"{p13['parallelism']}, {p13['bw_bps'] / 1e6:g} Mbit/s links, "
+                f"{p13['padding'] // 1024} KB tuples A -> B (dotted: rounds completed)")
+    rep.figure(fig, "fig13_sim_timeline")
     return rep.write()

@@ -175,6 +175,7 @@ public final class KeyedChain {
         public void ack(Object msgId) {
             inFlight.remove(msgId);
             rep.add("acked", 1);
+            node.poll(); // at max.spout.pending Storm calls ack, not nextTuple
         }
 
         @Override
