@@ -44,7 +44,7 @@ from streamband.report.html import Report, write_json
 STORM: dict[str, Any] = {
     "hosts": 6, "link_mbps": 10.0, "parallelism": 6, "padding": 16384, "locality": 0.8,
     "keys_per_group": 200, "tuples": 400_000, "seconds": 90.0, "period_s": 30.0,
-    "max_pending": 100, "memory_bytes": 1 << 20,
+    "max_pending": 100, "memory_bytes": 1 << 20, "warmup_s": 20.0,
 }
 #: throughput and locality are compared from this many seconds after a reconfiguration
 SETTLE_S = 5.0
@@ -76,7 +76,7 @@ def run(out: Path, opts: Options, console: Console) -> Outcome:
     spec = ChainSpec(parallelism=p["parallelism"], sources=p["parallelism"],
                      padding=p["padding"], max_pending=p["max_pending"],
                      memory_bytes=p["memory_bytes"], period_s=p["period_s"],
-                     first_s=p["period_s"])
+                     first_s=p["period_s"], warmup_s=p["warmup_s"])
     tb = Testbed(load_spec({"topology": "star", "hosts": p["hosts"], "master": True,
                             "link_mbps": p["link_mbps"]}), log_dir=out / "testbed")
     cluster = None
@@ -141,6 +141,7 @@ def _one(cluster: Any, spec: ChainSpec, policy: str, rep: int, workload: Path, o
         reports = run.instance_reports()
     finally:
         run.stop()
+        time.sleep(5)  # the killed topology's workers leave the hosts' CPUs
     t0 = run.t_flowing
     tl = timeline(run.samples, {s: c for s, c in sink["per_second"].items()
                                 if s - t0 < seconds}, rounds, t0)
@@ -160,9 +161,13 @@ def _window(t: list[float], v: list[float], lo: float, hi: float) -> float:
 
 def summary(runs: list[dict[str, Any]], p: dict[str, Any]) -> dict[str, Any]:
     """Per policy (median over repetitions): throughput and locality before the first
-    reconfiguration's time (``period_s``) and after it (from ``SETTLE_S`` later), and
-    per reconfiguration p50/p99 of its time and buffered-tuple peaks."""
-    first, end = p["period_s"], p["seconds"]
+    reconfiguration (from 5 s on) and after it (from ``SETTLE_S`` later), and per
+    reconfiguration p50/p99 of its time and buffered-tuple peaks."""
+    end = p["seconds"]
+    firsts = [r["timeline"]["reconfigurations_t"][0] for r in runs
+              if r["timeline"]["reconfigurations_t"]]
+    # hash has no reconfiguration: its windows split where the others' first one fell
+    typical = float(np.median(firsts)) if firsts else p["period_s"]
     out: dict[str, Any] = {}
     for pol in POLICIES:
         rs = [r for r in runs if r["policy"] == pol]
@@ -170,9 +175,12 @@ def summary(runs: list[dict[str, Any]], p: dict[str, Any]) -> dict[str, Any]:
             continue
         row: dict[str, Any] = {}
         for key, tk in (("throughput", "throughput_t"), ("locality", "locality_t")):
-            before = [_window(r["timeline"][tk], r["timeline"][key], 5.0, first) for r in rs]
-            after = [_window(r["timeline"][tk], r["timeline"][key], first + SETTLE_S, end)
-                     for r in rs]
+            before, after = [], []
+            for r in rs:
+                tl = r["timeline"]
+                first = tl["reconfigurations_t"][0] if tl["reconfigurations_t"] else typical
+                before.append(_window(tl[tk], tl[key], 5.0, first))
+                after.append(_window(tl[tk], tl[key], first + SETTLE_S, end))
             row[f"{key}_before"] = float(np.median(before))
             row[f"{key}_after"] = float(np.median(after))
             row[f"{key}_after_spread"] = [float(min(after)), float(max(after))]

@@ -53,6 +53,7 @@ class ChainSpec:
     decay: float = 0.0  # share of statistics kept at a reconfiguration (extension; 0: reset)
     period_s: float = 20.0  # between reconfigurations
     first_s: float = 20.0  # before the first
+    warmup_s: float = 0.0  # after the first tuple reached the sink, before the clock starts
     rounds: int = 1 << 30  # online: stop after this many; offline: 1
 
     def flow(self) -> Dataflow:
@@ -190,6 +191,9 @@ class ChainRun:
         self.t_submitted = time.time()
         # the manager's clock starts when tuples reach the sink (workers take seconds to start)
         self.wait(lambda s: s.sink > 0, timeout=180.0)
+        if self.spec.warmup_s > 0:  # the workers' JIT warms up (excluded)
+            end = time.monotonic() + self.spec.warmup_s
+            self.wait(lambda s: time.monotonic() >= end, timeout=self.spec.warmup_s + 30)
         self.t_flowing = time.time()
         if self.policy != "hash":
             self.start_manager()
@@ -365,10 +369,10 @@ def reconfiguration_stats(rounds: list[dict[str, Any]],
         e = int(r.get("epoch", 0))
         if r.get("phase") == "PREPARED" and "moved_keys" in r:
             moved[e] = int(r["moved_keys"])
-        elif r.get("phase") == "PROPAGATING":
+        elif r.get("phase") == "PROPAGATING" and "event" not in r:
             t_prop.setdefault(e, float(r["t"]))
-        elif r.get("phase") == "IDLE" and "active" in r and int(r["active"]) == e:
-            t_done[e] = float(r["t"])
+    for r in applied_rounds(rounds):
+        t_done[int(r["epoch"])] = float(r["t"])
     per: list[dict[str, Any]] = []
     for e in sorted(set(t_prop) & set(t_done)):
         seen = [v[e] for v in epochs.values() if e in v]
@@ -393,19 +397,25 @@ def reconfiguration_stats(rounds: list[dict[str, Any]],
             "moved_keys": pct("moved_keys")}
 
 
+def applied_rounds(rounds: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The manager's records of the rounds it completed (not its start records)."""
+    return [r for r in rounds if r.get("phase") == "IDLE" and "event" not in r
+            and int(r.get("active", -1)) == int(r.get("epoch", -2))]
+
+
 def timeline(samples: list[Sample], per_second: dict[int, int], rounds: list[dict[str, Any]],
              t0: float) -> dict[str, Any]:
     """Throughput (tuples/s at the sink, per second) and A -> B locality (per sample
     interval) over time since ``t0``, with the reconfigurations' times."""
-    secs = sorted(per_second)
+    secs = sorted(s for s in per_second if s >= t0)
     thr_t = [s - t0 for s in secs]
     thr = [per_second[s] for s in secs]
     loc_t, loc = [], []
     for a, b in zip(samples, samples[1:], strict=False):
         n = (b.local_in_b - a.local_in_b) + (b.remote_in_b - a.remote_in_b)
-        if n > 0:
+        if n > 0 and b.t >= t0:
             loc_t.append(b.t - t0)
             loc.append((b.local_in_b - a.local_in_b) / n)
-    done = [r["t"] - t0 for r in rounds if r.get("phase") == "IDLE" and "active" in r]
+    done = [r["t"] - t0 for r in applied_rounds(rounds)]
     return {"throughput_t": thr_t, "throughput": thr, "locality_t": loc_t, "locality": loc,
             "reconfigurations_t": done}
