@@ -15,8 +15,10 @@ from streamband.model.routing import Router, routing_matrix
 from streamband.model.topology import star
 from test_alloc_cases import MBIT, assert_feasible, problems
 
-# the allocating policies (observe caps nothing: np.inf everywhere, no capacity contract)
-LOOP = {n: e.fn for n, e in POLICIES.items() if e.kind == "loop" and n != "observe"}
+# the allocating policies (observe caps nothing: np.inf everywhere, no capacity contract;
+# the policies deciding classes are tested in test_appfair)
+LOOP = {n: e.fn for n, e in POLICIES.items()
+        if e.kind == "loop" and e.decides == "rates" and n != "observe"}
 
 
 def fork(weights: list[float] | None, need_bytes: list[float]) -> AllocProblem:

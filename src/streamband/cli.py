@@ -68,7 +68,7 @@ GUARD_HELP = ("testbed, storm: do no harm - keep TCP's split unless an allocatio
 @app.command()
 def run(
     spec: str = typer.Argument(..., help="experiment spec: a YAML file or a shipped spec "
-                               "name (paper-001, paper-000-tt, paper-000-ti)"),
+                               "name (paper-001, paper-000-tt, paper-000-ti, appfair)"),
     backend: str = typer.Option("sim", help=BACKEND_HELP),
     out: Path = typer.Option(Path("out/run"), help="directory for results.json and report.html"),
     seconds: float = typer.Option(None, help="length of each run, s (default: the spec's)"),
@@ -112,7 +112,7 @@ def _options(backend: str, seconds: float | None, repeat: int, **more: object): 
 @app.command()
 def bench(
     name: str = typer.Argument(..., help="which paper's evaluation to reproduce: paper-000, "
-                               "paper-001, paper-003, paper-004, joint"),
+                               "paper-001, paper-003, paper-004, joint, appfair"),
     out: Path = typer.Option(None, help="output directory (default out/NAME[-BACKEND])"),
     backend: str = typer.Option("sim", help=BACKEND_HELP),
     seconds: float = typer.Option(None, help="length of each run, s (default: the bench's)"),

@@ -1,8 +1,11 @@
-"""Allocation policies: pure functions ``AllocProblem -> rates`` (bit/s per flow).
+"""Allocation policies: pure functions ``AllocProblem -> rates`` (bit/s per flow) or
+``-> Decision`` (rates and/or strict-priority classes).
 
 ``maxmin`` is the TCP model (max-min fair with demands), ``appaware`` is 000
 Algorithm 1 with the backfill pass of 000 §VI-C, ``weighted`` is the weight-based
-allocation of 001 §III-D. Every policy, with its kind, is in :mod:`.registry`.
+allocation of 001 §III-D, ``appfair`` is 000 §VII's fairness between applications
+(:mod:`.appfair`, with ``hierarchical``), :mod:`.priority` the strict-priority sharing
+its classes mean. Every policy, with its kind, is in :mod:`.registry`.
 """
 
 from __future__ import annotations

@@ -1,20 +1,26 @@
 """The one interface every allocation policy implements.
 
-A policy is a pure function ``AllocProblem -> rates`` (bit/s per flow). It sees
-the flows' links (the routing matrix R of 000 eq. 1a), the links' allocatable
-capacities C (000 §IV-A2), each flow's state over the last interval (the 5-metric
-tuple of 000 §IV-A1) and the interval Δt. It never sees a backend.
+A policy is a pure function ``AllocProblem -> rates`` (bit/s per flow) or
+``AllocProblem -> Decision`` (rates and/or strict-priority classes, and the state it
+carries to the next step). It sees the flows' links (the routing matrix R of 000
+eq. 1a), the links' allocatable capacities C (000 §IV-A2), each flow's state over the
+last interval (the 5-metric tuple of 000 §IV-A1), the interval Δt, and, when several
+applications share the network (000 §VII), each flow's application, the policy's
+parameters and what it remembered from the last step. It never sees a backend.
 
 Contract for every policy:
-- the result has one finite, non-negative rate per flow crossing at least one
-  link, and R·x <= C (within 1e-6 relative) on every link;
-- flows crossing no link (internal flows) get ``np.inf``: nothing to enforce.
+- rates: one finite, non-negative rate per flow crossing at least one link, and
+  R·x <= C (within 1e-6 relative) on every link; flows crossing no link (internal
+  flows) get ``np.inf``: nothing to enforce;
+- classes: one class per flow, 0 (served first) .. 7, strict priority between
+  classes and max-min fair sharing inside one (000 §VII c; 004's queues likewise).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -57,6 +63,9 @@ class AllocProblem:
     dt: float  # Δt, seconds
     weights: np.ndarray | None = None  # (F,) e.g. tuple sizes (001 §III-D)
     bottlenecked: np.ndarray | None = None  # (L,) bool; None: the policy decides
+    apps: np.ndarray | None = None  # (F,) application index of each flow (000 §VII)
+    params: Mapping[str, float] = field(default_factory=dict)  # e.g. App-Fair's alpha
+    memory: Mapping[str, Any] = field(default_factory=dict)  # the last Decision's memory
 
     @property
     def n_flows(self) -> int:
@@ -70,4 +79,28 @@ class AllocProblem:
         return 8.0 * need / self.dt
 
 
-Policy = Callable[[AllocProblem], np.ndarray]
+#: the number of strict-priority classes an egress port has (000 §VII c: m = 8)
+CLASSES = 8
+
+
+@dataclass
+class Decision:
+    """What a policy decides for the next Δt.
+
+    ``rates``: caps in bit/s per flow (``np.inf``: uncapped), enforced as meters;
+    ``classes``: strict-priority class per flow (0 served first), enforced as egress
+    queues; either may be None (not decided). ``memory``: what the policy carries to
+    its next step (the manager hands it back as :attr:`AllocProblem.memory`).
+    """
+
+    rates: np.ndarray | None = None
+    classes: np.ndarray | None = None
+    memory: dict[str, Any] = field(default_factory=dict)
+
+
+def as_decision(out: np.ndarray | Decision) -> Decision:
+    """A policy's result as a :class:`Decision` (an array is rates)."""
+    return out if isinstance(out, Decision) else Decision(rates=np.asarray(out, float))
+
+
+Policy = Callable[[AllocProblem], "np.ndarray | Decision"]

@@ -9,8 +9,10 @@ Kinds, in the order a run meets them:
   a spec cannot name it.
 - ``search``: an offline search over static allocations, then the best one for the
   whole run (``sweep``, 001 §III-D).
-- ``loop``: a pure function ``AllocProblem -> rates`` run by the manager loop every Δt
-  (000 Fig. 4) and enforced as caps (meters).
+- ``loop``: a pure function ``AllocProblem -> rates`` (or a
+  :class:`~streamband.alloc.base.Decision`) run by the manager loop every Δt (000 Fig. 4);
+  what it decides (``decides``) is enforced as caps (meters), strict-priority classes
+  (egress queues), or both.
 
 To add a policy: write it in ``alloc/`` as a function of an
 :class:`~streamband.alloc.base.AllocProblem` and add one line to :data:`POLICIES`.
@@ -24,12 +26,14 @@ from typing import Literal
 import numpy as np
 
 from streamband.alloc.appaware import appaware
+from streamband.alloc.appfair import appfair, hierarchical
 from streamband.alloc.base import AllocProblem, Policy
 from streamband.alloc.maxmin import maxmin
 from streamband.alloc.weighted import weighted
 from streamband.errors import SpecError, nearest
 
 PolicyKind = Literal["per-step", "static", "search", "loop"]
+Decides = Literal["rates", "classes", "rates+classes"]
 
 
 def uncapped(problem: AllocProblem) -> np.ndarray:
@@ -40,13 +44,20 @@ def uncapped(problem: AllocProblem) -> np.ndarray:
 @dataclass(frozen=True)
 class PolicyEntry:
     """A registered policy: its kind, its function (``loop`` and ``per-step``) and what
-    it decides (``rates`` enforced as caps; ``classes`` enforced as priorities)."""
+    it decides (``rates`` enforced as caps; ``classes`` enforced as priorities; both).
+    A policy deciding classes shares between applications: it needs a spec with
+    ``apps``."""
 
     name: str
     kind: PolicyKind
     fn: Policy | None
     summary: str
-    decides: Literal["rates", "classes"] = "rates"
+    decides: Decides = "rates"
+
+    @property
+    def classes(self) -> bool:
+        """Whether the policy decides strict-priority classes."""
+        return "classes" in self.decides
 
 
 POLICIES: dict[str, PolicyEntry] = {e.name: e for e in (
@@ -60,6 +71,12 @@ POLICIES: dict[str, PolicyEntry] = {e.name: e for e in (
     PolicyEntry("weighted", "loop", weighted, "001 §III-D: rates proportional to tuple sizes"),
     PolicyEntry("observe", "loop", uncapped, "the manager loop observes and logs but caps "
                 "nothing (plain TCP; a control: a bench's checks must fail for it)"),
+    PolicyEntry("appfair", "loop", appfair, "000 §VII App-Fair: applications grouped by "
+                "eq. (5), groups as strict-priority classes (lowest throughput first)",
+                "classes"),
+    PolicyEntry("hierarchical", "loop", hierarchical, "App-Fair's classes between "
+                "applications, App-aware (000 Alg. 1) meters inside each one's share",
+                "rates+classes"),
 )}
 
 

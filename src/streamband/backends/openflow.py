@@ -9,6 +9,9 @@ and enforcement through the SDN controller's HTTP API (:mod:`streamband.sdn`).
   bound to an OpenFlow meter; every push renews the flows' lease (3 Δt), so the
   controller falls back to plain TCP if the manager dies. :class:`CountingEnforcer`
   keeps the flows' counting rules and caps nothing (plain TCP).
+- :class:`ClassEnforcer`, App-Fair's group scheduling of 000 §VII c: every flow in its
+  strict-priority class on each switch egress port of its path (``PUT /v1/classes``:
+  HTB ``prio`` classes on the switch-side veths), under the same 3 Δt lease.
 """
 
 from __future__ import annotations
@@ -109,3 +112,25 @@ class CountingEnforcer(MeterEnforcer):
 
     def enforce(self, rates_bps: np.ndarray) -> None:
         super().enforce(np.full(len(self.flows), np.inf))
+
+
+class ClassEnforcer:
+    """``flows[i]``: flow i's key (as :class:`MeterEnforcer`'s) or None; ``ports[i]``: the
+    switch egress ports (interface names) on its path. A host's own egress (its uplink)
+    is not the switch's to schedule and is not listed (000 §VII c puts the uplinks'
+    queues in Open vSwitch, whose queues do nothing on the userspace datapath)."""
+
+    def __init__(self, client: ControllerClient, flows: list[dict[str, Any] | None],
+                 ports: list[list[str]], dt: float) -> None:
+        self.client = client
+        self.flows = flows
+        self.ports = ports
+        self.lease_s = 3.0 * dt
+        self.last: dict[str, Any] = {}
+
+    def assign(self, classes: np.ndarray) -> None:
+        items = [{"flow": key, "cls": int(c), "port": port}
+                 for key, c, ports in zip(self.flows, classes, self.ports, strict=True)
+                 if key is not None for port in ports]
+        if items:
+            self.last = self.client.put_classes(items, self.lease_s)

@@ -3,7 +3,8 @@
 Its three adapters read and act on a :class:`~streamband.sim.fluid.FluidSim`:
 :class:`SimProfiler` (the 5-metric tuple from the simulated queues),
 :class:`SimLinkStats` (the links' capacities: no cross traffic in the simulator) and
-:class:`SimEnforcer` (rate caps on the simulated flows, as meters). :func:`simulate`
+:class:`SimEnforcer` (rate caps on the simulated flows, as meters, and their
+strict-priority classes, as egress queues). :func:`simulate`
 runs one policy of the registry on one placed application; :func:`run_sweep` is 001's
 offline search (§III-D); :class:`SimRunner` runs an experiment's cases. No root, any
 machine, datacenter scale.
@@ -20,8 +21,9 @@ import numpy as np
 from streamband.alloc.base import FlowState
 from streamband.alloc.registry import policy_entry
 from streamband.alloc.weighted import sweep_pair, sweep_search
-from streamband.backends.base import Case, RunRecord
+from streamband.backends.base import Case, RunRecord, app_results
 from streamband.control.manager import Manager
+from streamband.model.apps import flow_apps
 from streamband.model.flows import FlowMap
 from streamband.sim.fluid import FluidSim, SimConfig, SimResult
 
@@ -57,13 +59,17 @@ class SimLinkStats:
 
 
 class SimEnforcer:
-    """The bandwidth enforcer: rate caps on the simulated external flows (meters)."""
+    """The bandwidth enforcer: rate caps on the simulated external flows (meters) and
+    their strict-priority classes (000 §VII's queues on every egress port)."""
 
     def __init__(self, sim: FluidSim) -> None:
         self.sim = sim
 
     def enforce(self, rates_bps: np.ndarray) -> None:
         self.sim.caps = np.where(self.sim.external, rates_bps, np.inf)
+
+    def assign(self, classes: np.ndarray) -> None:
+        self.sim.classes = np.asarray(classes, np.int64).copy()
 
 
 def simulate(
@@ -73,11 +79,14 @@ def simulate(
     caps: dict[int, float] | None = None,
     weights: np.ndarray | None = None,
     progress: Callable[[float], None] | None = None,
+    apps: np.ndarray | None = None,
+    params: dict[str, float] | None = None,
 ) -> SimResult:
     """Run ``fm``'s application under the registered ``policy``: ``tcp`` (max-min every
     step), ``static`` with ``caps`` (bit/s by flow index), or a ``loop`` policy in the
     manager loop every Δt with these adapters (``weights``: per-flow weights such as
-    tuple sizes, 001 §III-D).
+    tuple sizes, 001 §III-D; ``apps``: each flow's application when several share the
+    network; ``params``: the policy's, e.g. App-Fair's α and m).
 
     Raises
     ------
@@ -92,10 +101,12 @@ def simulate(
     sim = FluidSim(fm, policy, cfg, caps if entry.kind == "static" else None)
     if entry.kind == "loop":
         assert entry.fn is not None
+        enforcer = SimEnforcer(sim)
         sim.manager = Manager(
             routing=fm.routing, link_kind=fm.topo.kinds, policy=entry.fn,
             profiler=SimProfiler(sim), linkstats=SimLinkStats(sim.capacity),
-            enforcer=SimEnforcer(sim), dt=sim.cfg.interval_s, weights=weights,
+            enforcer=enforcer, dt=sim.cfg.interval_s, weights=weights, apps=apps,
+            params=params or {}, classer=enforcer,
         )
     return sim.run(progress)
 
@@ -212,7 +223,10 @@ class SimRunner:
             res = sweep.result
         else:
             weights = np.array([f.tuple_bytes for f in fm.flows])
-            res = simulate(fm, policy, sim_config(spec), weights=weights, progress=progress)
+            apps = (flow_apps([f.src for f in fm.flows], spec.app_names) if spec.apps
+                    else None)
+            res = simulate(fm, policy, sim_config(spec), weights=weights, progress=progress,
+                           apps=apps, params=spec.appfair.params())
         row = {
             "experiment": spec.experiment,
             "app": spec.app.name,
@@ -234,6 +248,10 @@ class SimRunner:
             "dropped_tuples": res.dropped_tuples,
             "allocations": res.allocations,
         }
+        if spec.apps:
+            keep = res.sample_times > spec.sim.warmup_s
+            row.update(app_results(spec, fm, res.flow_rates_mbps[keep].mean(axis=0),
+                                   res.by_operator))
         if sweep is not None:
             row["sweep_flows"] = sweep.flows
             row["sweep_best_caps_mbps"] = sweep.best_caps_mbps

@@ -5,8 +5,9 @@ OpenFlow 1.3 meters), the os-ken controller and real TCP, with the traffic harne
 Adapters: :class:`HarnessProfiler` (the application profiler of 000 §V-A2: the
 5-metric tuple of every flow, 000 §IV-A1, from the snapshots the harness workers write
 every half second), and the network half shared by every real backend
-(:mod:`streamband.backends.openflow`): :class:`ControllerLinkStats` and
-:class:`MeterEnforcer`. :class:`TestbedRunner` runs an experiment's cases: one testbed
+(:mod:`streamband.backends.openflow`): :class:`ControllerLinkStats`,
+:class:`MeterEnforcer` and, for policies that decide strict-priority classes,
+:class:`ClassEnforcer`. :class:`TestbedRunner` runs an experiment's cases: one testbed
 per network x bandwidth, kept up across placements and policies.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,10 +25,16 @@ import numpy as np
 
 from streamband.alloc.base import FlowState
 from streamband.alloc.registry import policy_entry
-from streamband.backends.base import Case, RunRecord
-from streamband.backends.openflow import ControllerLinkStats, CountingEnforcer, MeterEnforcer
+from streamband.backends.base import Case, RunRecord, app_results
+from streamband.backends.openflow import (
+    ClassEnforcer,
+    ControllerLinkStats,
+    CountingEnforcer,
+    MeterEnforcer,
+)
 from streamband.control.guard import HarmGuard
 from streamband.errors import PreconditionError, SpecError
+from streamband.model.apps import flow_apps
 
 if TYPE_CHECKING:
     from streamband.experiments.spec import ExperimentSpec
@@ -166,35 +174,54 @@ class TestbedRunner:
         topo = tb.topo
         client = ControllerClient(tb.spec.api)
         client.delete_meters()
-        tag = f"{case.network.name}-{case.bandwidth_mbps:g}-{case.placement}-{policy}"
+        client.delete_classes()
+        slug = re.sub(r"[^\w.=-]+", "_", spec.experiment)
+        tag = f"{slug}-{case.network.name}-{case.bandwidth_mbps:g}-{case.placement}-{policy}"
         run_dir = self.out / tag
         profiler = HarnessProfiler(run_dir, [e.id for e in flows])
         linkstats = ControllerLinkStats(client, topo.capacities, tb.link_ports(), routing, keys)
         entry = policy_entry(policy)
         enforcer = (CountingEnforcer(client, keys, self.dt) if entry.kind == "per-step"
                     else MeterEnforcer(client, keys, self.dt))
+        classer = None
+        if entry.classes:  # each flow's class on the switch egress ports of its path
+            refs = tb.link_ports()
+            classer = ClassEnforcer(client, keys, [
+                [refs[lk].port for lk in fm.flows[i].links if refs[lk].direction == "tx"]
+                for i in ext], self.dt)
+        apps = (flow_apps([fm.flows[i].src for i in ext], spec.app_names) if spec.apps
+                else None)
         assert entry.fn is not None
         manager = Manager(routing=routing, link_kind=topo.kinds, policy=entry.fn,
                           profiler=profiler, linkstats=linkstats, enforcer=enforcer, dt=self.dt,
-                          weights=np.array([float(e.tuple_bytes) for e in flows]),
+                          weights=np.array([float(e.tuple_bytes) for e in flows]), apps=apps,
+                          params=spec.appfair.params(), classer=classer,
                           guard=HarmGuard() if self.guard and entry.kind == "loop" else None)
         enforcer.enforce(np.full(len(flows), np.inf))  # counting rules before traffic
-        loop = LiveLoop(manager, log=run_dir.with_suffix(".alloc.jsonl"))
+        loop = LiveLoop(manager, log=run_dir.parent / f"{run_dir.name}.alloc.jsonl")
         before = {p["name"]: p for p in client.ports(fresh=True)}
         samples: list[tuple[float, np.ndarray]] = []
+        carried: list[tuple[float, np.ndarray]] = []  # each flow's bytes sent so far
         t0 = time.monotonic()
+        go = [t0]  # when the workers started (the harness's time 0)
 
         def on_step() -> None:
             samples.append((time.monotonic() - t0, linkstats.flow_rates.copy()))
+            carried.append((time.monotonic() - go[0], profiler.snapshot()[0]))
             if progress:
                 progress(min(1.0, (time.monotonic() - t0) / self.seconds))
 
+        def start() -> None:
+            go[0] = time.monotonic()
+            loop.start()
+
         loop.on_step = on_step
-        res = run_dag(tb, dag, run_dir, on_start=loop.start)
+        res = run_dag(tb, dag, run_dir, on_start=start)
         span = time.monotonic() - t0
         loop.stop()
         after = {p["name"]: p for p in client.ports(fresh=True)}
         client.delete_meters()
+        client.delete_classes()
         used = np.zeros(len(topo.links))
         for lid, ref in enumerate(tb.link_ports()):
             col = f"{ref.direction}_bytes"
@@ -225,8 +252,27 @@ class TestbedRunner:
             "seconds": self.seconds, "loop_errors": loop.errors[:3],
             "capped_share": _capped(manager),
         }
+        if spec.apps:
+            starts, times, rates = _carried_rates(carried, ext, len(fm.flows))
+            keep = (starts >= dag.warmup_s - 0.5) & (times <= dag.seconds + 0.5)
+            flow_mbps = rates[keep].mean(axis=0) if keep.any() else np.zeros(len(fm.flows))
+            row.update(app_results(spec, fm, flow_mbps, {
+                op: (o["throughput_tps"], o["latency_s"] if o["latency_s"] is not None
+                     else float("nan")) for op, o in res["ops"].items()}))
         return RunRecord(row, times, [f.id for f in fm.flows], rates, fm.external,
                          [int(lk) for lk in links])
+
+
+def _carried_rates(carried: list[tuple[float, np.ndarray]], ext: np.ndarray, n: int
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each flow's Mbit/s between consecutive readings of the bytes it carried (the
+    manager's steps): interval start and end times, and (intervals x flows) rates."""
+    times = np.array([t for t, _ in carried])
+    rates = np.zeros((max(len(carried) - 1, 0), n))
+    for k in range(1, len(carried)):
+        span = max(carried[k][0] - carried[k - 1][0], 1e-9)
+        rates[k - 1, ext] = 8.0 * (carried[k][1] - carried[k - 1][1]) / span / 1e6
+    return times[:-1], times[1:], rates
 
 
 def _capped(manager: Any) -> float | None:

@@ -50,8 +50,9 @@ class ManagerMetrics:
 
 
 class AllocationLog:
-    """One JSON line per allocation: time, rates (null = uncapped), optimizer ms,
-    the flow state and the capacities the policy saw."""
+    """One JSON line per allocation: time, rates (null = uncapped), classes (when the
+    policy decides them), optimizer ms, the flow state and the capacities the policy
+    saw."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -63,6 +64,7 @@ class AllocationLog:
             "rates_bps": [None if not np.isfinite(r) else float(r) for r in alloc.rates_bps],
             "optimizer_ms": alloc.optimizer_s * 1e3,
             "capacity_bps": [float(c) for c in capacity],
+            **({"classes": [int(c) for c in alloc.classes]} if alloc.classes is not None else {}),
             **extra,
         }
         self.f.write(json.dumps(rec) + "\n")

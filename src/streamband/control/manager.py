@@ -1,6 +1,8 @@
 """The manager loop of 000 Fig. 4 / Algorithm 1: every Δt, observe the flow states
 (profiler) and the links' allocatable capacities (link statistics), decide with a
-policy, act through an enforcer. One loop for every backend.
+policy, act through an enforcer (rates, as meters) and a class enforcer (strict-priority
+classes, 000 §VII). One loop for every backend; it also keeps what a policy carries
+from one step to the next (App-Fair's history of eq. 5).
 
 Division of labour in ``control/``: :mod:`.manager` is the loop and the three adapter
 interfaces it talks to (:class:`Profiler`, :class:`LinkStats`, :class:`Enforcer`);
@@ -14,14 +16,16 @@ sees a backend.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
-from streamband.alloc.base import AllocProblem, FlowState, Policy
+from streamband.alloc.base import AllocProblem, FlowState, Policy, as_decision
 from streamband.alloc.common import bottlenecked_links, entries
 from streamband.control.guard import HarmGuard
+from streamband.errors import PreconditionError
 
 
 class Profiler(Protocol):
@@ -42,11 +46,19 @@ class Enforcer(Protocol):
         ...
 
 
+class ClassEnforcer(Protocol):
+    def assign(self, classes: np.ndarray) -> None:
+        """Put each flow in its strict-priority class (0 served first) on the egress
+        ports it crosses (000 §VII c), under a lease like the meters'."""
+        ...
+
+
 @dataclass
 class Allocation:
     time: float
     rates_bps: np.ndarray
     optimizer_s: float
+    classes: np.ndarray | None = None
 
 
 @dataclass
@@ -67,6 +79,15 @@ class Manager:
         Δt, seconds between allocations.
     weights : ndarray (F,), optional
         Per-flow weights a policy may use (tuple sizes, 001 §III-D).
+    apps : ndarray (F,), optional
+        The application of every flow when several share the network (000 §VII).
+    params : mapping, optional
+        The policy's parameters (App-Fair's α, m).
+    classer : ClassEnforcer, optional
+        Enforces the classes of a policy that decides them (strict priority).
+    memory : dict
+        What the policy carried from its last step (App-Fair's achieved averages):
+        kept here, in the loop, so that the policy stays a pure function of its inputs.
     guard : HarmGuard, optional
         Do no harm (:mod:`.guard`): keep TCP's measured split unless the allocation moves
         enough bandwidth to pay for metering it. None (the simulator: metering is free
@@ -83,6 +104,10 @@ class Manager:
     enforcer: Enforcer
     dt: float
     weights: np.ndarray | None = None
+    apps: np.ndarray | None = None
+    params: Mapping[str, float] = field(default_factory=dict)
+    classer: ClassEnforcer | None = None
+    memory: dict[str, Any] = field(default_factory=dict)
     guard: HarmGuard | None = None
     history: list[Allocation] = field(default_factory=list)
 
@@ -94,10 +119,18 @@ class Manager:
             state=self.profiler.flow_state(),
             dt=self.dt,
             weights=self.weights,
+            apps=self.apps,
+            params=self.params,
+            memory=self.memory,
         )
         t0 = time.perf_counter()
-        rates = self.policy(problem)
+        decision = as_decision(self.policy(problem))
         spent = time.perf_counter() - t0
+        if decision.classes is not None and self.classer is None:
+            raise PreconditionError("the policy decides strict-priority classes; this "
+                                    "backend's manager has no class enforcer")
+        rates = (decision.rates if decision.rates is not None
+                 else np.full(problem.n_flows, np.inf))
         # Algorithm 1 outputs rates for the bottlenecked flows F^b (line 9); every
         # other flow keeps plain TCP sharing, so it is left uncapped.
         e = entries(problem.routing)
@@ -109,6 +142,10 @@ class Manager:
                 e, problem.capacity, hot, rates, 8.0 * problem.state.sent / self.dt):
             rates = np.full(e.n_flows, np.inf)  # TCP's own split: the move is too small
         self.enforcer.enforce(rates)
-        alloc = Allocation(now, rates, spent)
+        if decision.classes is not None:
+            assert self.classer is not None
+            self.classer.assign(decision.classes)
+        self.memory = decision.memory
+        alloc = Allocation(now, rates, spent, decision.classes)
         self.history.append(alloc)
         return alloc

@@ -24,6 +24,7 @@ EXPERIMENTS: dict[str, str] = {
     "paper-003": "streamband.experiments.paper003",
     "paper-004": "streamband.experiments.paper004",
     "joint": "streamband.experiments.joint",
+    "appfair": "streamband.experiments.appfair",
 }
 
 

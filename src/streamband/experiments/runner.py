@@ -23,6 +23,7 @@ from streamband.model.placement import (
     tuple_size_rule,
 )
 from streamband.model.topology import Topology
+from streamband.report.apps import add_app_table, rich_app_table
 from streamband.report.experiment import add_runs, add_sweeps, rich_table
 from streamband.report.html import Report, write_json
 
@@ -157,6 +158,9 @@ def write_outputs(out: Path, title: str, results: list[Done], console: Console,
             report.heading(f"{spec.app.name}: the application", 3)
             report.para(spec.app.notes)
         add_runs(report, name, d.rows, rate_series(d), f"{spec.experiment}-{spec.app.name}")
+        if spec.apps:  # several applications: each one's figures and Jain's index
+            console.print(rich_app_table(name, d.rows))
+            add_app_table(report, name, d.rows)
         swept = [rec for rec in d.records if rec.sweep is not None and rec.sweep.points]
         if swept:
             add_sweeps(report, swept, f"{spec.experiment}-{spec.app.name}")

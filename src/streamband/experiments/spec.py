@@ -1,8 +1,10 @@
 """Experiment specs: YAML validated on load (pydantic), before anything starts.
 
-A spec names an application DAG (:class:`streamband.model.app.App`), the networks
-and bandwidths to sweep (:class:`NetworkSweep`, a :class:`~streamband.model.network.NetworkSpec`
-plus the sweep), the placements and the policies. A bad spec stops with one line
+A spec names an application DAG (:class:`streamband.model.app.App`) or several
+(``apps``: each its own DAG, placement and sources, sharing one network, 000 §VII), the
+networks and bandwidths to sweep (:class:`NetworkSweep`, a
+:class:`~streamband.model.network.NetworkSpec` plus the sweep), the placements and the
+policies. A bad spec stops with one line
 naming the file, the field and what was expected (:class:`streamband.errors.SpecError`).
 ``docs/spec.md`` lists every field with its unit and default (generated from these
 models by ``python -m streamband.experiments.schema``).
@@ -18,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from streamband.errors import SpecError, nearest, one_line
 from streamband.model.app import App
+from streamband.model.apps import SEP, app_of, merge
 from streamband.model.network import NetworkSpec
 from streamband.model.topology import Topology
 
@@ -136,17 +139,75 @@ class SweepSpec(_Strict):
                               description="length of each probe run, s")
 
 
+class AppFairSpec(_Strict):
+    """App-Fair's parameters (000 §VII) for ``appfair`` and ``hierarchical``.
+
+    Its Δt is ``sim.interval_s``."""
+
+    alpha: float = Field(0.5, gt=0, le=1, allow_inf_nan=False,
+                         description="α of eq. (5): the weight of the average throughput up "
+                         "to t against the last Δt's, in (0, 1]")
+    groups: int = Field(8, ge=1, le=8, description="m: at most this many groups, one "
+                        "strict-priority class each (000's testbed: 8)")
+    similar: float = Field(0.0, ge=0, lt=1, allow_inf_nan=False,
+                           description="applications whose scores differ by at most this "
+                           "share of the largest are similar and share a group")
+    starve: float = Field(0.05, ge=0, lt=1, allow_inf_nan=False,
+                          description="starvation rule: an application below this share of "
+                          "the mean application's throughput over the last Δt moves to the "
+                          "highest group")
+
+    def params(self) -> dict[str, float]:
+        return self.model_dump()
+
+
 class ExperimentSpec(_Strict):
-    """One experiment: an application, networks x bandwidths x placements x policies."""
+    """One experiment: one application or several, networks x bandwidths x placements x policies."""
 
     experiment: str = Field(min_length=1, description="the experiment's name")
-    app: App
+    app: App | None = Field(None, description="the application (or give apps)")
+    apps: list[App] | None = Field(
+        None, min_length=2, description="several applications sharing the network (000 "
+        "§VII), each its own DAG and sources; their operators are APP/OP in placements, "
+        "tables and plots")
     networks: list[NetworkSweep] = Field(min_length=1)
     placements: dict[str, PlacementSpec] = Field(min_length=1)
     policies: list[str] = Field(min_length=1, description="policy names of the registry "
                                 "(streamband.alloc.registry)")
     sim: SimSpec = SimSpec()
     sweep: SweepSpec = SweepSpec()
+    appfair: AppFairSpec = Field(AppFairSpec(), description="App-Fair's parameters")
+
+    @model_validator(mode="after")
+    def _apps(self) -> ExperimentSpec:
+        if self.apps is None:
+            if self.app is None:
+                raise ValueError("app: expected an application (app) or several (apps)")
+            return self
+        names = [a.name for a in self.apps]
+        for i, n in enumerate(names):
+            if SEP in n:
+                raise ValueError(f"apps[{i}].name: {n!r} contains {SEP!r}, which separates "
+                                 f"an application's name from its operators'")
+        if len(set(names)) != len(names):
+            raise ValueError(f"apps: names must be distinct, got {names}")
+        if self.app is not None:
+            raise ValueError("app: give either app or apps, not both")
+        for pname, p in self.placements.items():
+            for key in p.map or {}:
+                if app_of(key) not in names:
+                    raise ValueError(
+                        f"placements.{pname}.map: unknown app {app_of(key) or key!r} in "
+                        f"{key!r}, expected APP{SEP}OPERATOR with APP one of "
+                        f"{', '.join(names)}{nearest(app_of(key) or key, names)}")
+        object.__setattr__(self, "app", merge(self.apps))  # derived: not marked as set
+        return self
+
+    @property
+    def app_names(self) -> list[str]:
+        """The applications sharing the network (one name for a one-app spec)."""
+        assert self.app is not None
+        return [a.name for a in self.apps] if self.apps else [self.app.name]
 
     @model_validator(mode="after")
     def _policies(self) -> ExperimentSpec:
@@ -159,6 +220,9 @@ class ExperimentSpec(_Strict):
             if POLICIES[p].kind == "static":
                 raise ValueError(f"policies[{i}]: {p!r} needs fixed caps (the sweep's probes "
                                  f"use it); expected tcp, sweep or a manager-loop policy")
+            if POLICIES[p].classes and not self.apps:
+                raise ValueError(f"policies[{i}]: {p!r} shares between applications; "
+                                 f"expected a spec with apps (two or more)")
         if len(set(self.policies)) != len(self.policies):
             raise ValueError("policies: each policy at most once")
         names = [n.name for n in self.networks]

@@ -14,8 +14,11 @@ what makes a join stall when one of its inputs is throttled (000 §IV-A1).
 
 Link sharing: max-min fair among backlogged flows, recomputed every step (the TCP
 model), under per-flow rate caps (a capped flow does not use leftover capacity, as
-with a meter). The caps are fixed (``static``) or set by the manager loop of 000
-Fig. 4 that :mod:`streamband.backends.sim` attaches: the 5-metric tuple sampled every
+with a meter) and strict-priority classes (0 served first, max-min fair inside a
+class: :func:`~streamband.alloc.priority.priority_rates`, the sharing App-Fair's
+queues of 000 §VII and 004's coflow queues both mean). The caps and classes are fixed
+(``static``: caps) or set by the manager loop of 000 Fig. 4 that
+:mod:`streamband.backends.sim` attaches: the 5-metric tuple sampled every
 ``sample_s``, a new allocation every ``interval_s`` (Δt).
 
 Latency is event-time latency: the age of every tuple the measured operators take
@@ -32,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from streamband.alloc.maxmin import maxmin_rates
+from streamband.alloc.priority import priority_rates
 from streamband.model.flows import FlowMap
 from streamband.sim.queues import Chunk, FluidQueue, age_sum, origin_mass, total
 
@@ -69,6 +73,8 @@ class SimResult:
     link_util: np.ndarray  # mean used / capacity of every link over the measured period
     allocations: int = 0
     extras: dict[str, float] = field(default_factory=dict)
+    #: per measured operator: (tuples/s it took in, mean latency s) over the measured period
+    by_operator: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 class _Instance:
@@ -140,6 +146,8 @@ class FluidSim:
         self.ext_idx = np.flatnonzero(self.external)
         self.sent_bytes = np.zeros(n)
         self.caps = np.full(n, np.inf)
+        #: strict-priority class of every flow (0 served first); all 0: plain max-min
+        self.classes = np.zeros(n, np.int64)
         if caps:
             for k, v in caps.items():
                 self.caps[k] = v
@@ -170,6 +178,7 @@ class FluidSim:
         self.processed = 0.0
         self.processed_bytes = 0.0
         self.latency_mass = 0.0
+        self.op_mass: dict[str, list[float]] = {}  # operator -> [tuples, latency mass]
         self.ages: list[float] = []  # (age of a chunk's middle, tuples) pairs, flattened
         self.paused = False
         #: the manager loop of a ``loop`` policy (set by the backend); None: caps stay
@@ -193,7 +202,9 @@ class FluidSim:
             return
         queued = np.array([self.sq[k].count for k in idx]) * self.tb[idx]
         demand = np.minimum(queued * 8.0 / step, self.caps[idx])
-        rates = maxmin_rates(self.R_ext, self.capacity, demand)
+        cls = self.classes[idx]
+        rates = (maxmin_rates(self.R_ext, self.capacity, demand) if not cls.any()
+                 else priority_rates(self.R_ext, self.capacity, demand, cls))
         move = rates * step / 8.0 / self.tb[idx]
         for k, n in zip(idx, move, strict=True):
             if n > 0.0:
@@ -206,11 +217,15 @@ class FluidSim:
         for f in inst.outs:
             self.sq[f].push_chunks(chunks, scale * self.share[f])
 
-    def _record(self, chunks: list[Chunk], now: float, nbytes: float) -> None:
+    def _record(self, chunks: list[Chunk], now: float, nbytes: float, op: str) -> None:
         n = total(chunks)
+        mass = age_sum(chunks, now)
         self.processed += n
         self.processed_bytes += nbytes
-        self.latency_mass += age_sum(chunks, now)
+        self.latency_mass += mass
+        acc = self.op_mass.setdefault(op, [0.0, 0.0])
+        acc[0] += n
+        acc[1] += mass
         for c in chunks:
             self.ages += (now - 0.5 * (c[1] + c[2]), c[0])
 
@@ -241,12 +256,12 @@ class FluidSim:
             else:
                 out = min(taken.values(), key=total)
             if is_measured:
-                self._record(out, now, self._join_bytes(inst, out))
+                self._record(out, now, self._join_bytes(inst, out), inst.op)
             self._emit(inst, out, 1.0)
             inst.out_wm = wm
             return
         if kind == "window" and op.window_s:
-            taken_all = [c for f in inst.ins for c in self._take(f, wm, is_measured, now)]
+            taken_all = [c for f in inst.ins for c in self._take(f, wm, is_measured, now, inst.op)]
             inst.acc += total(taken_all)
             inst.acc_mass += origin_mass(taken_all)
             while wm >= inst.next_fire:
@@ -257,7 +272,7 @@ class FluidSim:
                 inst.next_fire += op.window_s
             inst.out_wm = min(wm, inst.next_fire - op.window_s)
             return
-        taken_all = [c for f in inst.ins for c in self._take(f, None, is_measured, now)]
+        taken_all = [c for f in inst.ins for c in self._take(f, None, is_measured, now, inst.op)]
         if kind == "map":
             self._emit(inst, taken_all, op.selectivity)
         elif kind == "window":
@@ -274,14 +289,12 @@ class FluidSim:
                 inst.acc = left
         inst.out_wm = wm
 
-    def _take(self, f: int, wm: float | None, measured: bool, now: float) -> list[Chunk]:
+    def _take(self, f: int, wm: float | None, measured: bool, now: float, op: str
+              ) -> list[Chunk]:
         chunks = self.rq[f].pop_all() if wm is None else self.rq[f].pop_before(wm)
         if measured and chunks:
-            self._record_flow(f, chunks, now)
+            self._record(chunks, now, total(chunks) * self.tb[f], op)
         return chunks
-
-    def _record_flow(self, f: int, chunks: list[Chunk], now: float) -> None:
-        self._record(chunks, now, total(chunks) * self.tb[f])
 
     def _join_bytes(self, inst: _Instance, out: list[Chunk]) -> float:
         """Bytes of the tuples that went into the joined outputs: one tuple per input."""
@@ -373,6 +386,8 @@ class FluidSim:
             bottleneck_links=hot,
             link_util=link_util,
             allocations=len(self.manager.history) if self.manager else 0,
+            by_operator={op: (n / span, mass / n if n else math.nan)
+                         for op, (n, mass) in self.op_mass.items()},
         )
 
 

@@ -70,10 +70,12 @@ def run_dag(tb: Testbed, dag: Dag, run_dir: Path,
         "dropped_tuples": sum(r["dropped_tuples"] for r in results),
         "emitted": sum(r["emitted"] for r in results),
         "edges": {},
+        "ops": {},  # per measured instance: completed, throughput_tps, latency_s
     }
     for r in results:
         for eid, st in r["edges"].items():
             out["edges"].setdefault(eid, {}).update(st)
+        out["ops"].update(r.get("ops", {}))
     return out
 
 

@@ -51,7 +51,7 @@ class Worker:
         self.stop = threading.Event()
         self.t0 = 0.0
         self.groups = self._groups()
-        self.joined: list[tuple[float, float]] = []  # (completion time, latency)
+        self.joined: list[tuple[float, float, str]] = []  # (completion time, latency, op)
         self.join_dropped = 0
         self.emitted = 0
 
@@ -116,7 +116,7 @@ class Worker:
     def _complete(self, name: str, tid: int, ts: float) -> None:
         if self.local[name].measured:
             now = time.time()
-            self.joined.append((now, now - ts))
+            self.joined.append((now, now - ts, name))
         self.emit(name, tid, ts)
 
     def process(self, name: str, kind: str) -> None:
@@ -252,9 +252,15 @@ class Worker:
 
     def result(self) -> dict[str, object]:
         start = self.t0 + self.dag.warmup_s
-        window = [(t, lat) for t, lat in self.joined if t >= start]
+        window = [(t, lat, op) for t, lat, op in self.joined if t >= start]
         span = max(time.time() - start, 1e-9)
-        lats = sorted(lat for _, lat in window)
+        lats = sorted(lat for _, lat, _ in window)
+        ops: dict[str, dict[str, float | None]] = {}
+        for name, o in self.local.items():
+            if o.measured:
+                mine = [lat for _, lat, op in window if op == name]
+                ops[name] = {"completed": len(mine), "throughput_tps": len(mine) / span,
+                             "latency_s": sum(mine) / len(mine) if mine else None}
         return {
             "host": self.host,
             "completed": len(window),
@@ -266,6 +272,7 @@ class Worker:
             "dropped_tuples": sum(c.dropped for c in self.counters.values())
             + self.join_dropped,
             "measured": any(o.measured for o in self.local.values()),
+            "ops": ops,
             **self.snapshot(),
         }
 

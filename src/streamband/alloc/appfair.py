@@ -1,0 +1,306 @@
+"""App-Fair: fairness between applications, not flows (000 §VII), and App-aware inside
+App-Fair (``hierarchical``).
+
+TCP shares a bottleneck per flow, so an application with five flows gets five shares.
+000 §VII's point solution, every Δt:
+
+1. each application's throughput, eq. (5):
+   μ_i^(t+Δt) = α μ_i^(t) + (1 - α) μ_i^(Δt), where μ_i^(t) is its achieved average
+   throughput up to t and μ_i^(Δt) its throughput over the last Δt (:func:`eq5`);
+2. the applications clustered by μ into at most m groups (:func:`group`);
+3. group -> strict-priority class, the group of lowest throughput highest (class 0);
+4. the starvation rule: an application that got (almost) nothing over the last Δt is
+   displaced to another group, one up, at the next schedule, so every application
+   receives a non-zero bandwidth (:func:`displace_starved`);
+5. every flow of an application in its application's class, on every egress port.
+
+Reading eq. (5). 000 defines μ_i^(t) as "achieved average throughput up to time t" and
+reports App-Fair at α = 1 as fair as at α = 0.25 (98 %). Read as a recursive moving
+average (μ^(t) the previous output), α = 1 would freeze every score at its first value
+and App-Fair could not rotate at all; so μ^(t) here is what 000 says it is: the average
+throughput over [0, t], kept as bytes and seconds in the policy's memory. α weighs that
+history against the last interval; α in (0, 1].
+
+Clustering: single linkage in one dimension. Sorted scores are cut where the gap to the
+next one exceeds ``similar`` x the largest score (applications closer than that are
+"similar in achieved throughput" and share a class, 000 §VII); with more than m groups,
+only at the m - 1 widest gaps. It needs no random start (k-means does), so the same
+throughputs always give the same groups and the manager does not flap between schedules
+on a seed; it is exact and O(A log A). ``similar`` defaults to 0 (only equal scores
+share a group), so groups form when there are more applications than the m queues:
+inside a class, sharing is per flow again, TCP's unfairness in small, and with a
+tolerance the applications of a fair schedule (whose averages converge) would all
+become "similar" and fall back into one class (checked on 000 Fig. 13's setting, 10
+minutes on the simulator: with 10 % the index is 0.89, 0.97, 0.83, 0.98 at α = 0.25,
+0.5, 0.75, 1; with 0, 0.999 at every α).
+
+State across steps (the average up to t) lives in the :class:`~streamband.alloc.base.
+Decision`'s ``memory``, which the manager loop hands back at the next step: the policy
+stays a pure function of its inputs (exact-answer tests feed a memory in and read the
+next one out), and the history lives exactly as long as the loop that enforces it.
+
+``hierarchical``: App-Fair between applications (classes), and App-aware (000
+Algorithm 1, meters) inside each application's share: on every link, what its flows
+get under strict priority given their demands, plus an equal part of what nobody uses
+(:func:`~streamband.alloc.priority.group_capacity`), divided among its own flows by
+Algorithm 1. 000 leaves open how the two combine; this
+never takes from another application, only moves an application's bandwidth between
+its own flows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from streamband.alloc.appaware import appaware
+from streamband.alloc.base import CLASSES, AllocProblem, Decision, FlowState
+from streamband.alloc.priority import group_capacity, priority_rates
+
+#: defaults of App-Fair's parameters (000 §VII: m = 8 queues; Δt = 10 s is the loop's)
+DEFAULTS: dict[str, float] = {"alpha": 0.5, "groups": CLASSES, "similar": 0.0, "starve": 0.05}
+
+
+def params_of(params: Mapping[str, float]) -> tuple[float, int, float, float]:
+    """(α, m, similar, starve) from a policy's parameters, defaults filled in.
+
+    Raises
+    ------
+    ValueError
+        α outside (0, 1], m outside 1..8, similar or starve outside [0, 1).
+    """
+    unknown = set(params) - set(DEFAULTS)
+    if unknown:
+        raise ValueError(f"appfair: unknown parameter(s) {sorted(unknown)}, expected "
+                         f"{', '.join(DEFAULTS)}")
+    p = {**DEFAULTS, **params}
+    alpha, m = float(p["alpha"]), p["groups"]
+    if not 0.0 < alpha <= 1.0:
+        raise ValueError(f"alpha: expected a weight in (0, 1], got {alpha:g}")
+    if int(m) != m or not 1 <= m <= CLASSES:
+        raise ValueError(f"groups: expected an integer in 1..{CLASSES} (strict-priority "
+                         f"queues per port), got {m:g}")
+    for key in ("similar", "starve"):
+        if not 0.0 <= p[key] < 1.0:
+            raise ValueError(f"{key}: expected a share in [0, 1), got {p[key]:g}")
+    return alpha, int(m), float(p["similar"]), float(p["starve"])
+
+
+def app_throughput(sent_bytes: np.ndarray, apps: np.ndarray, n_apps: int, dt: float
+                   ) -> np.ndarray:
+    """μ_i^(Δt): each application's throughput over the last interval, bit/s (the bytes
+    its flows carried, 000 §VII c: recorded by the link statistics collector)."""
+    return 8.0 * np.bincount(apps, weights=sent_bytes, minlength=n_apps) / dt
+
+
+def eq5(mu_t: np.ndarray, mu_dt: np.ndarray, alpha: float) -> np.ndarray:
+    """Eq. (5), 000 §VII: μ^(t+Δt) = α μ^(t) + (1 - α) μ^(Δt).
+
+    Examples
+    --------
+    >>> eq5(np.array([4.0, 0.0]), np.array([0.0, 8.0]), 0.25).tolist()
+    [1.0, 6.0]
+    """
+    return alpha * np.asarray(mu_t, float) + (1.0 - alpha) * np.asarray(mu_dt, float)
+
+
+def group(scores: np.ndarray, m: int, similar: float = DEFAULTS["similar"]) -> np.ndarray:
+    """Each application's group, 0 = lowest throughput: 1-D single linkage, cut where the
+    gap to the next score exceeds ``similar`` x the largest score, at most ``m`` groups
+    (then only at the m - 1 widest gaps; equal gaps: the lower one first).
+
+    Examples
+    --------
+    >>> group(np.array([5.0, 1.0, 1.05, 9.0]), 8).tolist()
+    [2, 0, 1, 3]
+    >>> group(np.array([5.0, 1.0, 1.05, 9.0]), 8, similar=0.1).tolist()
+    [1, 0, 0, 2]
+    >>> group(np.array([5.0, 1.0, 1.05, 9.0]), 2).tolist()
+    [0, 0, 0, 1]
+    """
+    s = np.asarray(scores, float)
+    if len(s) == 0:
+        return np.zeros(0, np.int64)
+    order = np.argsort(s, kind="stable")
+    gaps = np.diff(s[order])
+    cut = gaps > similar * max(float(s.max()), 0.0)
+    if cut.sum() > m - 1:
+        widest = np.argsort(-gaps, kind="stable")[: m - 1]
+        cut = np.zeros_like(cut)
+        cut[widest] = True
+    out = np.empty(len(s), np.int64)
+    out[order] = np.concatenate(([0], np.cumsum(cut)))
+    return out
+
+
+def displace_starved(groups: np.ndarray, previous: np.ndarray | None, mu_dt: np.ndarray,
+                     starve: float) -> np.ndarray:
+    """000 §VII's starvation rule: an application whose throughput over the last Δt is
+    below ``starve`` x the mean application's, and whose new group is not above the
+    one it starved in (``previous``), is displaced one group up (towards 0) for the next
+    schedule; an application that keeps starving climbs to the highest group, whose
+    flows share first, so every application receives a non-zero bandwidth.
+
+    Examples
+    --------
+    The third application starved in group 1 and would stay there: it moves to 0.
+
+    >>> displace_starved(np.array([0, 2, 1]), np.array([1, 0, 1]),
+    ...                  np.array([10.0, 5.0, 0.1]), 0.05).tolist()
+    [0, 2, 0]
+    """
+    if previous is None or len(previous) != len(groups):
+        return groups
+    return np.where(starving(mu_dt, starve), np.minimum(groups, np.maximum(previous - 1, 0)),
+                    groups)
+
+
+def starving(mu_dt: np.ndarray, starve: float) -> np.ndarray:
+    """(A,) the applications below ``starve`` x the mean application's throughput over
+    the last Δt (none when nothing moved)."""
+    mu = np.asarray(mu_dt, float)
+    return mu < starve * (mu.mean() if len(mu) else 0.0)
+
+
+def _apps(p: AllocProblem) -> tuple[np.ndarray, int]:
+    apps = np.zeros(p.n_flows, np.int64) if p.apps is None else np.asarray(p.apps, np.int64)
+    if apps.shape != (p.n_flows,):
+        raise ValueError(f"apps: expected one application index per flow ({p.n_flows}), "
+                         f"got shape {apps.shape}")
+    return apps, int(apps.max()) + 1 if len(apps) else 0
+
+
+def app_classes(p: AllocProblem) -> tuple[np.ndarray, dict[str, Any]]:
+    """Steps 1-4 of App-Fair: each application's class and the memory for the next step
+    (``bytes``: what each application carried up to now, ``seconds``: since when)."""
+    alpha, m, similar, starve = params_of(p.params)
+    apps, n = _apps(p)
+    mu_dt = app_throughput(p.state.sent, apps, n, p.dt)
+    seen = np.asarray(p.memory.get("bytes", np.zeros(n)), float)
+    span = float(p.memory.get("seconds", 0.0))
+    if seen.shape != (n,):
+        seen, span = np.zeros(n), 0.0  # the applications changed: start afresh
+    mu_t = 8.0 * seen / span if span > 0 else mu_dt  # achieved average up to t
+    score = eq5(mu_t, mu_dt, alpha)
+    prev = p.memory.get("classes")
+    cls = displace_starved(group(score, m, similar),
+                           None if prev is None else np.asarray(prev, np.int64), mu_dt, starve)
+    memory = {"bytes": seen + np.bincount(apps, weights=p.state.sent, minlength=n),
+              "seconds": span + p.dt, "score_bps": score, "classes": cls,
+              "starved": starving(mu_dt, starve)}
+    return cls, memory
+
+
+def appfair(p: AllocProblem) -> Decision:
+    """000 §VII App-Fair: every flow in its application's strict-priority class."""
+    cls, memory = app_classes(p)
+    apps, _ = _apps(p)
+    return Decision(classes=cls[apps], memory=memory)
+
+
+def served_state(p: AllocProblem, starved: np.ndarray, apps: np.ndarray
+                 ) -> tuple[FlowState, np.ndarray]:
+    """The flow state App-aware divides an application's share by, and each flow's
+    receiver consumption ρ_f of eq. (4) to remember. An application that starved over
+    the last Δt consumed nothing, so its ρ says nothing about how to split its next
+    share (problem 4 would split it equally): its flows keep the ρ of the last interval
+    in which they were served (``p.memory["rho"]``), folded into V_f so that eq. (4)
+    reads it; its backlogs, and so its demand of eq. (3), are the current ones."""
+    s = p.state
+    rho = (s.sent - s.lr1 + s.lr0) / p.dt
+    old = p.memory.get("rho")
+    if old is None or np.shape(old) != rho.shape:
+        return s, rho
+    stale = starved[apps]
+    rho = np.where(stale, np.asarray(old, float), rho)
+    sent = np.where(stale, np.maximum(rho * p.dt + s.lr1 - s.lr0, 0.0), s.sent)
+    return FlowState(s.ls0, s.ls1, s.lr0, s.lr1, sent), rho
+
+
+def hierarchical(p: AllocProblem) -> Decision:
+    """App-Fair's classes between applications; inside each application's share (what
+    its flows get on every link under strict priority given their demands of eq. (3),
+    plus an equal part of the spare), App-aware's rates (000 Algorithm 1), its receivers'
+    consumption taken from the last interval the application was served in
+    (:func:`served_state`). An application predicted to get nothing is left uncapped
+    (``np.inf``: no cap, its class decides): it has no share to divide."""
+    cls, memory = app_classes(p)
+    apps, n = _apps(p)
+    classes = cls[apps]
+    demand = p.demand_bps()
+    cap = np.asarray(p.capacity, float)
+    pred = priority_rates(p.routing, cap, demand, classes)
+    shares = group_capacity(p.routing, cap, pred, apps)
+    rates = np.full(p.n_flows, np.inf)
+    s, memory["rho"] = served_state(p, memory["starved"], apps)
+    for a in range(n):
+        idx = np.flatnonzero(apps == a)
+        if not len(idx) or not np.any(pred[idx] > 0):
+            continue
+        sub = AllocProblem(
+            routing=p.routing[idx], capacity=shares[a], link_kind=p.link_kind,
+            state=FlowState(s.ls0[idx], s.ls1[idx], s.lr0[idx], s.lr1[idx], s.sent[idx]),
+            dt=p.dt, weights=None if p.weights is None else p.weights[idx])
+        rates[idx] = appaware(sub)
+    return Decision(rates=rates, classes=classes, memory=memory)
+
+
+def jain_index(x: np.ndarray) -> float:
+    """Jain's fairness index (Σ x)^2 / (n Σ x^2) (Jain, Chiu and Hawe 1984; 000 §VII's
+    measure): 1 when all are equal, 1/n when one gets everything.
+
+    Examples
+    --------
+    >>> round(jain_index(np.array([1.0, 2.0, 3.0, 4.0, 5.0])), 4)
+    0.8182
+    """
+    x = np.asarray(x, float)
+    if len(x) == 0:
+        return float("nan")
+    sq = float(np.sum(x * x))
+    return float(np.sum(x)) ** 2 / (len(x) * sq) if sq > 0 else 1.0
+
+
+def fair_shares(demand_bps: np.ndarray, capacity_bps: float) -> np.ndarray:
+    """The applications' max-min fair shares of one link of ``capacity_bps``, each at
+    most its demand (water-filling): the optimal fair allocation Jain's index is
+    normalised by.
+
+    Examples
+    --------
+    >>> fair_shares(np.array([2.0, 10.0, 10.0]), 12.0).tolist()
+    [2.0, 5.0, 5.0]
+    """
+    d = np.asarray(demand_bps, float)
+    out = np.zeros(len(d))
+    left, todo = float(capacity_bps), list(np.argsort(d, kind="stable"))
+    while todo:
+        level = left / len(todo)
+        i = todo[0]
+        if d[i] > level:
+            out[todo] = level
+            break
+        out[i] = d[i]
+        left -= d[i]
+        todo.pop(0)
+    return out
+
+
+def app_jain(throughput_bps: np.ndarray, demand_bps: np.ndarray, capacity_bps: float
+             ) -> float:
+    """Jain's index over the applications' throughputs, each normalised by its fair
+    share of the link they compete on (:func:`fair_shares`): an application that wants
+    less than its fair share counts as treated fairly when it gets what it wants.
+    When every application wants at least its fair share (000 Fig. 13) this is Jain's
+    index of the raw throughputs, as 000 §VII computes it.
+
+    Examples
+    --------
+    >>> round(app_jain(np.array([2.0, 5.0, 5.0]), np.array([2.0, 10.0, 10.0]), 12.0), 6)
+    1.0
+    """
+    fair = fair_shares(demand_bps, capacity_bps)
+    x = np.where(fair > 0, np.asarray(throughput_bps, float) / np.where(fair > 0, fair, 1), 1.0)
+    return jain_index(x)

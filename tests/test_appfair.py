@@ -1,0 +1,216 @@
+"""App-Fair (000 §VII) and strict-priority sharing, with answers solved by hand: the
+3-class sharing (as a function and inside the fluid simulator), eq. (5), the grouping,
+the starvation rule, the policy across steps (its memory), hierarchical's shares,
+Jain's index and its fair-share normalisation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streamband.alloc.appfair import (
+    app_jain,
+    appfair,
+    displace_starved,
+    eq5,
+    fair_shares,
+    group,
+    hierarchical,
+    jain_index,
+    params_of,
+)
+from streamband.alloc.base import UPLINK, AllocProblem, FlowState
+from streamband.alloc.priority import group_capacity, priority_rates
+from streamband.model import App, Edge, FlowMap, Operator, star
+from streamband.sim.fluid import FluidSim, SimConfig
+from test_alloc_cases import problems
+
+# The hand-solved case: a star of four hosts at 10 Mbit/s, five flows in three classes.
+#   f0 w1->w4 class 0, wants 3      f1 w2->w4 class 1, greedy    f2 w2->w3 class 1, greedy
+#   f3 w3->w4 class 2, greedy       f4 w1->w3 class 2, wants 1
+# class 0: f0 = 3 (w4's downlink has 7 left, w1's uplink 7);
+# class 1: f1 and f2 share w2's uplink: 5 each (w4 down has 2 left, w3 down 5);
+# class 2: f3 gets w4 down's 2, f4 its 1.
+PAIRS = [("w1", "w4"), ("w2", "w4"), ("w2", "w3"), ("w3", "w4"), ("w1", "w3")]
+CLASSES = np.array([0, 1, 1, 2, 2])
+WANT_MBPS = [3.0, np.inf, np.inf, np.inf, 1.0]
+HAND = [3.0, 5.0, 5.0, 2.0, 1.0]
+
+
+def three_class_map() -> FlowMap:
+    ops, edges, place = [], [], {}
+    for i, (src, dst) in enumerate(PAIRS):
+        mbps = WANT_MBPS[i] if np.isfinite(WANT_MBPS[i]) else 20.0
+        ops += [Operator(name=f"s{i}", kind="source", rate_tps=mbps * 1e6 / 8 / 1250),
+                Operator(name=f"k{i}", kind="sink")]
+        edges.append(Edge(src=f"s{i}", dst=f"k{i}", tuple_bytes=1250))
+        place |= {f"s{i}[0]": src, f"k{i}[0]": dst}
+    app = App(name="three-classes", operators=ops, edges=edges)
+    return FlowMap(app, star(["w1", "w2", "w3", "w4"], 10e6), place)
+
+
+def test_priority_rates_three_classes_by_hand():
+    fm = three_class_map()
+    demand = np.array(WANT_MBPS) * 1e6
+    got = priority_rates(fm.routing, fm.topo.capacities, demand, CLASSES)
+    assert got / 1e6 == pytest.approx(HAND)
+    # the same flows in one class: plain max-min (f1 and f3 split w4's 7, f2 takes 6.5)
+    flat = priority_rates(fm.routing, fm.topo.capacities, demand, np.zeros(5, int))
+    assert flat / 1e6 == pytest.approx([3.0, 3.5, 6.5, 3.5, 1.0])
+
+
+def test_fluid_simulator_shares_by_strict_priority():
+    sim = FluidSim(three_class_map(), "classes", SimConfig(duration_s=20, warmup_s=5))
+    sim.classes = CLASSES.copy()
+    res = sim.run()
+    keep = res.sample_times > 5
+    assert res.flow_rates_mbps[keep].mean(axis=0) == pytest.approx(HAND, rel=1e-3)
+
+
+def test_group_capacity_is_the_share_plus_an_equal_part_of_the_spare():
+    fm = three_class_map()
+    t = fm.topo
+    got = group_capacity(fm.routing, t.capacities, np.array(HAND) * 1e6, CLASSES) / 1e6
+    # w4 down is full (3 + 5 + 2): each group keeps its own; w3 down carries 5 + 1 of 10:
+    # groups 1 and 2 split the spare 4; w1 up carries 3 + 1: groups 0 and 2 split 6
+    assert got[:, t.downlink("w4")] == pytest.approx([3.0, 5.0, 2.0])
+    assert got[:, t.downlink("w3")] == pytest.approx([0.0, 7.0, 3.0])
+    assert got[:, t.uplink("w1")] == pytest.approx([6.0, 0.0, 4.0])
+    assert got[:, t.uplink("w2")] == pytest.approx([0.0, 10.0, 0.0])
+    assert np.all(got.sum(axis=0) <= t.capacities / 1e6 + 1e-9)
+
+
+def test_eq5_weighs_history_against_the_last_interval():
+    mu_t, mu_dt = np.array([4.0, 8.0, 0.0]), np.array([8.0, 0.0, 2.0])
+    assert eq5(mu_t, mu_dt, 0.25) == pytest.approx([7.0, 2.0, 1.5])
+    assert eq5(mu_t, mu_dt, 1.0) == pytest.approx(mu_t)
+
+
+def test_grouping_single_linkage_at_most_m():
+    s = np.array([10.0, 1.0, 2.0, 9.5, 5.0])
+    assert group(s, 8).tolist() == [4, 0, 1, 3, 2]  # every distinct score its own group
+    # sorted 1, 2, 5, 9.5, 10: gaps 1, 3, 4.5, 0.5; m = 3 cuts the two widest (4.5, 3)
+    assert group(s, 3).tolist() == [2, 0, 0, 2, 1]
+    assert group(s, 1).tolist() == [0, 0, 0, 0, 0]
+    # similar within 10 % of the largest (1.0): 1 and 2 tie, 9.5 and 10 tie
+    assert group(s, 8, similar=0.1).tolist() == [2, 0, 0, 2, 1]
+    assert group(np.zeros(3), 8).tolist() == [0, 0, 0]
+
+
+def test_starved_application_moves_up_one_group():
+    # app 2 starved in group 2 and would be put in 3: displaced to 1; app 1 starved but
+    # already moved up (2 -> 0): kept; app 0 was served: kept
+    got = displace_starved(np.array([3, 0, 3]), np.array([1, 2, 2]),
+                           np.array([30.0, 0.0, 0.5]), 0.05)
+    assert got.tolist() == [3, 0, 1]
+    assert displace_starved(np.array([1, 0]), None, np.array([0.0, 9.0]), 0.05).tolist() == [1, 0]
+
+
+def problem(sent: list[float], memory: dict | None = None, alpha: float = 0.5) -> AllocProblem:
+    """Three applications (1, 2 and 1 flows) on one 10 Mbit/s link, Δt = 10 s."""
+    n = len(sent)
+    z = np.zeros(n)
+    return AllocProblem(routing=sp.csr_matrix(np.ones((n, 1))), capacity=np.array([10e6]),
+                        link_kind=np.array([UPLINK]),
+                        state=FlowState(z, z, z, z, np.array(sent, float)), dt=10.0,
+                        apps=np.array([0, 1, 1, 2]), params={"alpha": alpha},
+                        memory=memory or {})
+
+
+def test_appfair_policy_over_two_steps():
+    # step 1 (no history): μ = last interval's = 8 Mbit/s x (1, 3, 2) / ... in bytes:
+    # app 0 carried 1 MB, app 1 3 MB, app 2 2 MB in 10 s -> 0.8, 2.4, 1.6 Mbit/s
+    d1 = appfair(problem([1e6, 1.5e6, 1.5e6, 2e6]))
+    assert d1.rates is None
+    assert d1.classes.tolist() == [0, 2, 2, 1]  # lowest throughput first
+    assert d1.memory["bytes"] == pytest.approx([1e6, 3e6, 2e6])
+    assert d1.memory["seconds"] == 10.0
+    # step 2: last interval app 0 got 4 MB, app 1 nothing, app 2 1 MB; α = 0.5 with the
+    # average up to t (0.8, 2.4, 1.6): scores 0.5 x (0.8 + 3.2), 0.5 x 2.4, 0.5 x (1.6 + 0.8)
+    d2 = appfair(problem([4e6, 0.0, 0.0, 1e6], d1.memory))
+    assert d2.memory["score_bps"] == pytest.approx([2.0e6, 1.2e6, 1.2e6])
+    # apps 1 and 2 tie (one group, class 0), app 0 class 1
+    assert d2.classes.tolist() == [1, 0, 0, 0]
+    assert d2.memory["bytes"] == pytest.approx([5e6, 3e6, 3e6])
+    # α = 1: only the average up to t counts (0.8, 2.4, 1.6: groups 0, 2, 1), but app 1
+    # starved in group 2 and is displaced one up, beside app 2
+    d3 = appfair(problem([4e6, 0.0, 0.0, 1e6], d1.memory, alpha=1.0))
+    assert d3.memory["score_bps"] == pytest.approx([0.8e6, 2.4e6, 1.6e6])
+    assert d3.classes.tolist() == [0, 1, 1, 1]
+
+
+@pytest.mark.parametrize(("params", "match"), [
+    ({"alpha": 0.0}, "alpha"), ({"alpha": 1.5}, "alpha"), ({"groups": 0}, "groups"),
+    ({"groups": 9}, "groups"), ({"groups": 2.5}, "groups"), ({"beta": 1}, "unknown"),
+])
+def test_appfair_parameters_are_checked(params, match):
+    with pytest.raises(ValueError, match=match):
+        params_of(params)
+
+
+def test_hierarchical_divides_each_share_inside_its_application():
+    # app 0: one flow; app 1: two flows whose sender backlogs differ 3:1 (eq. 3's D_f)
+    z = np.zeros(3)
+    ls = np.array([1e6, 3e6, 1e6])
+    p = AllocProblem(routing=sp.csr_matrix(np.ones((3, 1))), capacity=np.array([12e6]),
+                     link_kind=np.array([UPLINK]), state=FlowState(ls, ls, z, z, z), dt=1.0,
+                     apps=np.array([0, 1, 1]))
+    d = hierarchical(p)
+    assert d.classes.tolist() == [0, 0, 0]  # nothing moved yet: one group
+    # max-min in the class gives each flow 4 Mbit/s: app 1 has 8, split 3:1 by App-aware
+    assert d.rates / 1e6 == pytest.approx([4.0, 6.0, 2.0])
+
+
+def test_jain_index_and_fair_shares():
+    assert jain_index(np.array([1.0, 2.0, 3.0, 4.0, 5.0])) == pytest.approx(225 / 275)
+    assert jain_index(np.array([4.0, 4.0])) == 1.0
+    assert jain_index(np.array([8.0, 0.0])) == 0.5
+    assert fair_shares(np.array([1.0, 30.0, 30.0]), 20.0) == pytest.approx([1.0, 9.5, 9.5])
+    # an application that offers less than its share counts as fairly treated when
+    # served in full; raw throughputs would give 0.73 here
+    got = np.array([1.0, 9.5, 9.5])
+    assert app_jain(got, np.array([1.0, 30.0, 30.0]), 20.0) == pytest.approx(1.0)
+    assert jain_index(got) == pytest.approx(400 / 544.5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(problems, st.integers(1, 6), st.integers(0, 2**31 - 1))
+def test_classes_and_rates_keep_their_contract(p: AllocProblem, n_apps: int, seed: int):
+    """On random networks with flows of random applications: one class in 0..7 per flow,
+    the same for every flow of an application; hierarchical's caps never overfill a link
+    (``np.inf``: no cap, the class decides)."""
+    p.apps = np.random.default_rng(seed).integers(0, n_apps, p.n_flows)
+    for policy in (appfair, hierarchical):
+        d = policy(p)
+        assert d.classes.shape == (p.n_flows,)
+        assert np.all((0 <= d.classes) & (d.classes < 8))
+        for a in np.unique(p.apps):
+            assert len(np.unique(d.classes[p.apps == a])) == 1
+    x = hierarchical(p).rates
+    load = p.routing.T @ np.where(np.isfinite(x), x, 0.0)
+    assert np.all(x >= 0) and np.all(load <= p.capacity * (1 + 1e-6))
+
+
+@settings(max_examples=30, deadline=None)
+@given(problems, st.integers(0, 2**31 - 1))
+def test_priority_means_what_the_coflow_queues_mean(p: AllocProblem, seed: int):
+    """The fluid simulator's classes and the coflow simulator's queues (004 §III-B) are
+    the same sharing: greedy flows, random classes, the two engines agree."""
+    from streamband.sim.coflow.sharing import priority_fill
+
+    r = p.routing.tocsr()
+    has = np.diff(r.indptr) > 0
+    r = r[has]
+    n, n_links = r.shape
+    classes = np.random.default_rng(seed).integers(0, 4, n)
+    ours = priority_rates(r, p.capacity, np.full(n, np.inf), classes)
+    width = max(int(np.diff(r.indptr).max(initial=1)), 1)
+    links = np.full((n, width), n_links)  # padded with a link of infinite capacity
+    for f in range(n):
+        row = r.indices[r.indptr[f]:r.indptr[f + 1]]
+        links[f, :len(row)] = row
+    theirs = priority_fill(links, np.ones(n), classes, np.append(p.capacity, np.inf))
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-3)

@@ -1,0 +1,66 @@
+"""App-Fair through the command: bad input in a several-application spec ends with one
+line and exit 2 before anything runs; ``bench appfair`` passes its checks on the
+simulator and fails them when the policy under test caps nothing (``observe``)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from streamband.cli import app
+from streamband.experiments.spec import builtin_spec
+from test_inputs import refused, spec_file
+
+runner = CliRunner()
+
+
+def fig13(**change: object) -> dict:
+    spec = yaml.safe_load(builtin_spec("appfair").read_text())
+    spec["sim"] = {"duration_s": 30, "interval_s": 10, "warmup_s": 5}
+    spec.update(change)
+    return spec
+
+
+@pytest.mark.parametrize(("change", "words"), [
+    ({"appfair": {"alpha": 0}}, ("appfair.alpha", "greater than 0")),
+    ({"appfair": {"alpha": 1.2}}, ("appfair.alpha", "less than or equal to 1")),
+    ({"appfair": {"groups": 0}}, ("appfair.groups", "greater than or equal to 1")),
+    ({"appfair": {"groups": 9}}, ("appfair.groups", "less than or equal to 8")),
+    ({"placements": {"P": {"strategy": "explicit", "map": {"app6/src": "w1"}}}},
+     ("placements.P.map", "unknown app 'app6'", "app1")),
+])
+def test_bad_appfair_specs_are_refused(tmp_path, change, words):
+    refused(["run", spec_file(tmp_path, fig13(**change)), "--out", str(tmp_path / "o")],
+            *words, root=tmp_path)
+
+
+def test_classes_need_several_applications(tmp_path):
+    one = yaml.safe_load(builtin_spec("paper-001").read_text())
+    one["policies"] = ["tcp", "appfair"]
+    refused(["run", spec_file(tmp_path, one), "--out", str(tmp_path / "o")],
+            "policies[1]", "expected a spec with apps", root=tmp_path)
+
+
+def test_bench_appfair_passes_and_a_policy_that_caps_nothing_fails(tmp_path):
+    res = runner.invoke(app, ["bench", "appfair", "--seconds", "120", "--out",
+                              str(tmp_path / "fair")])
+    assert res.exit_code == 0, res.output
+    cmp = json.loads((tmp_path / "fair" / "results.json").read_text())["comparison"]
+    assert len(cmp["checks"]) == 12 and all(c["ok"] for c in cmp["checks"])
+    h = cmp["header"].index
+    for row in cmp["rows"]:  # distance to the paper, per row
+        if not math.isnan(row[h("paper Jain")]):
+            assert row[h("vs paper")] == pytest.approx(row[h("Jain")] - row[h("paper Jain")])
+    res = runner.invoke(app, ["bench", "appfair", "--policy", "observe", "--seconds", "60",
+                              "--out", str(tmp_path / "observe")])
+    assert res.exit_code == 1, res.output
+    checks = json.loads((tmp_path / "observe" / "results.json").read_text())["comparison"][
+        "checks"]
+    failed = {c["what"] for c in checks if not c["ok"]}
+    for a in ("0.25", "0.5", "0.75", "1"):  # TCP's sharing: no fairer than tcp
+        assert f"observe α={a}: Jain's index >= 0.95" in failed
+        assert f"observe α={a}: Jain's index above tcp's" in failed
