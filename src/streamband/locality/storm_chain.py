@@ -200,17 +200,19 @@ class ChainRun:
         return self
 
     def _wait_hub(self, timeout: float = 30.0) -> None:
-        from streamband.locality.tcp import TcpTransport
-
+        """Until the log server accepts connections, tried from the master's namespace
+        (the testbed's hosts are not reachable from the root namespace)."""
+        m = self.cluster.spec.master
+        host, port = self.hub_addr.rsplit(":", 1)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.hub is not None and self.hub.poll() is not None:
                 break
-            try:
-                TcpTransport(self.hub_addr, connect_timeout_s=0.5).close()
+            r = subprocess.run(m.wrap(["bash", "-c", f"exec 3<>/dev/tcp/{host}/{port}"]),
+                               capture_output=True)
+            if r.returncode == 0:
                 return
-            except OSError:
-                time.sleep(0.2)
+            time.sleep(0.2)
         raise PreconditionError(f"the protocol's log server did not start on {self.hub_addr}; "
                                 f"see {self.out / 'hub.log'}")
 
