@@ -33,6 +33,11 @@ def test_bench_flights(tmp_path: Path) -> None:
     d = json.loads(out.read_text())
     assert set(d["locality"]) == {"hash", "offline", "online"}
     assert d["period_h"] == 336.0
+    # 003's method and the decay extension, both reported
+    assert d["method"]["locality"] == d["locality"]
+    assert d["extension"]["decay"] == 0.5
+    assert d["extension"]["locality"]["hash"] == d["locality"]["hash"]
+    assert d["extension"]["locality"]["online"] != d["locality"]["online"]
 
 
 def test_bad_input_one_line_exit_2_nothing_written(tmp_path: Path) -> None:

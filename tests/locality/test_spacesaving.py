@@ -83,3 +83,21 @@ def test_pairs() -> None:
     assert (x[0], y[0], c[0]) == (1, 10, 2)
     codec = KeyCodec()
     assert codec.ids(["x", "y", "x"]).tolist() == [0, 1, 0] and codec.key(1) == "y"
+
+
+def test_decay_weighs_past_periods_exactly_and_forgets_the_faint() -> None:
+    """The opt-in decay (beyond 003 §3.2's reset): after 6 decays by 1/2, a tuple to come
+    weighs 2**6 times a past one, through the integer rescaling; 2 decays later the past
+    items weigh less than 1/16 of a tuple and are forgotten."""
+    s = SpaceSaving(capacity=100)
+    s.update(np.array([1, 1, 1, 1, 2]))
+    for _ in range(6):
+        s.decay(0.5)
+    s.update(np.array([3]))
+    top = s.top()
+    assert dict(zip(top.items.tolist(), top.counts.tolist(), strict=True)) == {3: 64, 1: 4, 2: 1}
+    s.decay(0.5)
+    s.decay(0.5)
+    assert s.top().items.tolist() == [3]
+    with pytest.raises(ValueError):
+        s.decay(1.0)

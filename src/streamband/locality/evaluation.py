@@ -136,34 +136,63 @@ class FlightsRouter:
         self.in_table_a[graph.keys[graph.op_of == 0].astype(np.int64)] = True
 
 
+class InstanceStats:
+    """The statistics the instances of A and B keep (003 §3.2, Fig. 4): per A instance
+    its keys and its (tailnum, dest) pairs, per B instance its keys, each a SpaceSaving
+    summary of ``memory_bytes``. After a reconfiguration they restart (``reset``, 003's
+    method) or, opted in, decay (the extension beyond 003: past periods weigh keep,
+    keep², ..., :meth:`SpaceSaving.decay`); statistics stay with the instance that
+    counted them (they do not migrate with the keys), as in
+    :class:`streamband.locality.reconfig.Instance`."""
+
+    def __init__(self, n: int, memory_bytes: int) -> None:
+        self.n = n
+        self.a = [SpaceSaving(memory_bytes=memory_bytes) for _ in range(n)]
+        self.pairs = [PairSpaceSaving(memory_bytes=memory_bytes) for _ in range(n)]
+        self.b = [SpaceSaving(memory_bytes=memory_bytes) for _ in range(n)]
+
+    def update(self, tail: np.ndarray, dest: np.ndarray, inst_a: np.ndarray,
+               inst_b: np.ndarray) -> None:
+        for i in range(self.n):
+            mine_a = inst_a == i
+            self.a[i].update(tail[mine_a])
+            self.pairs[i].update(tail[mine_a], dest[mine_a])
+            self.b[i].update(dest[inst_b == i])
+
+    def graph(self, top_edges: int | None = None) -> KeyGraph:
+        """The manager's merge of every instance's ② (003 Fig. 5)."""
+        ka, ca, kb, cb, pa, pb, pc = [], [], [], [], [], [], []
+        for i in range(self.n):
+            t = self.a[i].top()
+            ka.append(t.items)
+            ca.append(t.counts)
+            x, y, c = self.pairs[i].top(top_edges)
+            pa.append(x)
+            pb.append(y)
+            pc.append(c)
+            tb = self.b[i].top()
+            kb.append(tb.items)
+            cb.append(tb.counts)
+        cat = np.concatenate
+        g = build_keygraph({"A": (cat(ka), cat(ca)), "B": (cat(kb), cat(cb))},
+                           {("A", "B"): (cat(pa), cat(pb), cat(pc))})
+        return g.top_edges(top_edges) if top_edges is not None else g
+
+    def after_reconfiguration(self, decay: float) -> None:
+        for s in [*self.a, *self.pairs, *self.b]:
+            if decay:
+                s.decay(decay)
+            else:
+                s.reset()
+
+
 def collect_graph(tail: np.ndarray, dest: np.ndarray, inst_a: np.ndarray, inst_b: np.ndarray,
                   n: int, memory_bytes: int, top_edges: int | None = None) -> KeyGraph:
-    """Statistics as the instances collect them (003 §3.2, Fig. 4): every A instance
-    counts its keys and its (tailnum, dest) pairs, every B instance its keys, each in a
-    SpaceSaving summary of ``memory_bytes``; the manager merges them."""
-    ka, ca, kb, cb, pa, pb, pc = [], [], [], [], [], [], []
-    for i in range(n):
-        mine_a = inst_a == i
-        s = SpaceSaving(memory_bytes=memory_bytes)
-        s.update(tail[mine_a])
-        t = s.top()
-        ka.append(t.items)
-        ca.append(t.counts)
-        ps = PairSpaceSaving(memory_bytes=memory_bytes)
-        ps.update(tail[mine_a], dest[mine_a])
-        x, y, c = ps.top(top_edges)
-        pa.append(x)
-        pb.append(y)
-        pc.append(c)
-        sb = SpaceSaving(memory_bytes=memory_bytes)
-        sb.update(dest[inst_b == i])
-        tb = sb.top()
-        kb.append(tb.items)
-        cb.append(tb.counts)
-    cat = np.concatenate
-    g = build_keygraph({"A": (cat(ka), cat(ca)), "B": (cat(kb), cat(cb))},
-                       {("A", "B"): (cat(pa), cat(pb), cat(pc))})
-    return g.top_edges(top_edges) if top_edges is not None else g
+    """One period's statistics as the instances collect them (003 §3.2, Fig. 4), merged
+    by the manager."""
+    st = InstanceStats(n, memory_bytes)
+    st.update(tail, dest, inst_a, inst_b)
+    return st.graph(top_edges)
 
 
 def _imb2(ia: np.ndarray, ib: np.ndarray, n: int) -> tuple[float, float]:
@@ -173,7 +202,8 @@ def _imb2(ia: np.ndarray, ib: np.ndarray, n: int) -> tuple[float, float]:
 def run_flights(f: Flights, n: int = 6, period_h: float = 168.0, alpha: float = DEFAULT_ALPHA,
                 memory_bytes: int = DEFAULT_MEMORY_BYTES, padding: int = 4096,
                 bw_bps: float = 1e9, seed: int = 0, first_n: int = FIRST_N,
-                progress: Callable[[int, int], None] | None = None) -> FlightsRun:
+                progress: Callable[[int, int], None] | None = None,
+                decay: float = 0.0) -> FlightsRun:
     """Online (re-partition every period) vs offline (once, after the first period)
     vs hash, replaying ``f`` in time order (003 §4.3, Fig. 11).
 
@@ -182,7 +212,11 @@ def run_flights(f: Flights, n: int = 6, period_h: float = 168.0, alpha: float = 
     key pairs 003 counts) whose A and B instances are on the same server; the
     source -> A hop is not counted: the source is not keyed and sits on no particular
     server (003 §4.1, one source S). Imbalance is max instance load / mean instance
-    load, the larger of A's and B's, over the windows of ``IMBALANCE_WINDOWS``."""
+    load, the larger of A's and B's, over the windows of ``IMBALANCE_WINDOWS``.
+
+    ``decay``: at every reconfiguration the instances' statistics keep this share of
+    their weight instead of restarting (an extension beyond 003, see
+    :class:`InstanceStats`); 0: 003's reset."""
     period = np.floor(f.hours / period_h).astype(np.int64)
     n_periods = int(period.max()) + 1
     bounds = np.searchsorted(period, np.arange(n_periods + 1))
@@ -196,6 +230,7 @@ def run_flights(f: Flights, n: int = 6, period_h: float = 168.0, alpha: float = 
     load_a = {p: np.zeros(n) for p in POLICIES_FLIGHTS}
     reconfs = 0
     weeks = []
+    stats = InstanceStats(n, memory_bytes)
     for w in range(n_periods):
         lo, hi = bounds[w], bounds[w + 1]
         if hi == lo:
@@ -224,10 +259,12 @@ def run_flights(f: Flights, n: int = 6, period_h: float = 168.0, alpha: float = 
             ia, ib = routed["online"]
             seen_share.append(float(seen.mean()))
             seen_loc.append(float(np.mean(ia[seen] == ib[seen])) if seen.any() else 0.0)
-        # end of the period: the online manager re-partitions on the statistics of the
-        # period (reset after every reconfiguration, 003 §3.2); offline only after the first
+        # end of the period: the online manager re-partitions on the instances' statistics
+        # (reset after every reconfiguration, 003 §3.2, or decayed); offline after the first
         ia, ib = routed["online"]
-        g = collect_graph(tail, dest, ia, ib, n, memory_bytes)
+        stats.update(tail, dest, ia, ib)
+        g = stats.graph()
+        stats.after_reconfiguration(decay)
         part = partition_keygraph(g, n, alpha, seed)
         planned.append(max(part.imbalance().values()))
         planned_loc.append(1.0 - part.cut_fraction())

@@ -138,8 +138,10 @@ class Instance:
         merge: Merge = replace_merge,
         checkpoint_every: int = 256,
         stats_memory_bytes: int = DEFAULT_MEMORY_BYTES,
+        stats_decay: float = 0.0,
     ) -> None:
         self.iid = iid
+        self.stats_decay = stats_decay
         self.op, self.index = split_instance(iid)
         self.flow = flow
         self.spec = flow.op(self.op)
@@ -331,6 +333,11 @@ class Instance:
             for i in self.flow.instances(succ):
                 self.end.send(Kind.PROPAGATE, i, r.epoch)
         self.end.send(Kind.DONE, MANAGER, r.epoch)
+        if self.stats_decay:  # the opt-in extension: past periods weigh stats_decay as much
+            self.key_stats.decay(self.stats_decay)
+            for ps in self.pair_stats.values():
+                ps.decay(self.stats_decay)
+            return
         self.key_stats.reset()  # 003 §3.2: statistics restart after every reconfiguration
         for ps in self.pair_stats.values():
             ps.reset()

@@ -40,6 +40,7 @@ class LocalCluster:
         seed: int = 0,
         checkpoint_every: int = 64,
         stats_memory_bytes: int = 1 << 16,
+        stats_decay: float = 0.0,
     ) -> None:
         self.flow = flow
         self.store = Path(store)
@@ -50,7 +51,8 @@ class LocalCluster:
         }
         self.kw: dict[str, Any] = {"update": update, "merge": merge,
                                    "checkpoint_every": checkpoint_every,
-                                   "stats_memory_bytes": stats_memory_bytes}
+                                   "stats_memory_bytes": stats_memory_bytes,
+                                   "stats_decay": stats_decay}
         self.instances = {
             iid: Instance(iid, flow, self.transport, self.tables, self.store, **self.kw)
             for iid in flow.instances()

@@ -28,6 +28,7 @@ items, and the truncation evicts k entries of count >= mu. Hence m * mu' <= N.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 
@@ -36,6 +37,8 @@ import numpy as np
 #: bytes per monitored entry: item, count and error as int64 (003 §4.3: "1 MB per POI")
 ENTRY_BYTES = 24
 DEFAULT_MEMORY_BYTES = 1 << 20
+#: the unit of a tuple's count after the first ``decay`` (and the rescaling factor)
+DECAY_UNIT = 16
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,8 @@ class SpaceSaving:
         self._counts = np.empty(0, np.int64)
         self._errors = np.empty(0, np.int64)
         self._pending: list[int] = []
+        self.unit = 1  # what one tuple counts (grows with ``decay``)
+        self._unit_f = 1.0
 
     # -- ingestion ----------------------------------------------------------
     def add(self, item: int) -> None:
@@ -88,13 +93,13 @@ class SpaceSaving:
         if weights is None:
             for lo in range(0, items.size, self.batch):
                 uk, uc = np.unique(items[lo : lo + self.batch], return_counts=True)
-                self._merge(uk, uc.astype(np.int64))
+                self._merge(uk, uc.astype(np.int64) * self.unit)
             return
         w = np.asarray(weights, np.int64).ravel()
         if w.shape != items.shape or (w <= 0).any():
             raise ValueError("SpaceSaving.update: weights must be positive, one per item")
         order = np.argsort(items, kind="stable")
-        s_items, s_w = items[order], w[order]
+        s_items, s_w = items[order], w[order] * self.unit
         starts = np.flatnonzero(np.r_[True, s_items[1:] != s_items[:-1]])
         self._merge(s_items[starts], np.add.reduceat(s_w, starts))
 
@@ -157,6 +162,33 @@ class SpaceSaving:
         """Forget everything (003 §3.2: statistics restart after each reconfiguration)."""
         self.__init__(self.capacity, batch=self.batch)  # type: ignore[misc]
 
+    def decay(self, keep: float) -> None:
+        """Past counts weigh ``keep`` (0 < keep < 1) of what they did: the opt-in decay
+        that replaces the reset of 003 §3.2 (an extension beyond 003: the statistics of
+        past periods weigh keep, keep², ... of the current one's).
+
+        Exact in integers: the tuples to come count ``unit`` (from ``DECAY_UNIT`` on,
+        growing by 1/keep at every decay) instead of past counts shrinking; when the unit
+        reaches ``DECAY_UNIT ** 2``, every count, error and the unit are divided by
+        ``DECAY_UNIT`` (items left at zero weigh less than 1/``DECAY_UNIT`` of a tuple
+        to come and are forgotten)."""
+        if not 0.0 < keep < 1.0:
+            raise ValueError(f"SpaceSaving.decay: keep must be in (0, 1), got {keep}")
+        self.flush()
+        if self._unit_f == 1.0:
+            self._counts, self._errors = self._counts * DECAY_UNIT, self._errors * DECAY_UNIT
+            self.n *= DECAY_UNIT
+            self._unit_f = float(DECAY_UNIT)
+        self._unit_f /= keep
+        if self._unit_f >= DECAY_UNIT * DECAY_UNIT:
+            counts, errors = self._counts // DECAY_UNIT, self._errors // DECAY_UNIT
+            kept = counts > 0
+            self._items, self._counts, self._errors = (self._items[kept], counts[kept],
+                                                       errors[kept])
+            self.n //= DECAY_UNIT
+            self._unit_f /= DECAY_UNIT
+        self.unit = int(math.floor(self._unit_f + 0.5))
+
     @property
     def memory_bytes(self) -> int:
         return self.capacity * ENTRY_BYTES
@@ -203,6 +235,9 @@ class PairSpaceSaving:
 
     def reset(self) -> None:
         self.summary.reset()
+
+    def decay(self, keep: float) -> None:
+        self.summary.decay(keep)
 
 
 class KeyCodec:

@@ -76,7 +76,7 @@ class CpuModel:
     ser_bytes_per_s: float = 1e9
 
 
-def chain_app(n: int, tuple_bytes: float) -> App:
+def chain_app(n: int, tuple_bytes: float, sa_bytes: float | None = None) -> App:
     return App(
         name="locality-chain",
         operators=[
@@ -85,7 +85,8 @@ def chain_app(n: int, tuple_bytes: float) -> App:
             Operator(name="B", kind="sink", parallelism=n),
         ],
         edges=[
-            Edge(src="S", dst="A", grouping="fields", tuple_bytes=tuple_bytes),
+            Edge(src="S", dst="A", grouping="fields",
+                 tuple_bytes=tuple_bytes if sa_bytes is None else sa_bytes),
             Edge(src="A", dst="B", grouping="fields", tuple_bytes=tuple_bytes),
         ],
     )
@@ -106,16 +107,19 @@ def chain_throughput(
     bw_bps: float,
     cpu: CpuModel | None = None,
     network: NetworkModel = fluid_network,
+    sa_padding_bytes: float | None = None,
 ) -> ThroughputResult:
     """Throughput of S -> A -> B given the traffic matrices of both keyed edges.
 
     ``share_sa[i, j]``: fraction of all tuples that go from S_i to A_j; ``share_ab``
-    likewise from A_i to B_j (both sum to 1).
+    likewise from A_i to B_j (both sum to 1). ``sa_padding_bytes``: S -> A's padding
+    when it differs from A -> B's (the Storm chain pads A -> B only).
     """
     cpu = cpu or CpuModel()
     n = share_ab.shape[0]
     size = HEADER_BYTES + float(padding_bytes)
-    app = chain_app(n, size)
+    sa_size = size if sa_padding_bytes is None else HEADER_BYTES + float(sa_padding_bytes)
+    app = chain_app(n, size, sa_size)
     topo = star(n, bw_bps)
     placement = {f"{op}[{i}]": topo.hosts[i] for op in "SAB" for i in range(n)}
 
@@ -127,17 +131,18 @@ def chain_throughput(
     # CPU: time per source tuple at every instance
     off = ~np.eye(n, dtype=bool)
     t_ser = cpu.ser_s_per_tuple + size / cpu.ser_bytes_per_s
-    load_a = share_sa.sum(axis=0) * cpu.cpu_s_per_tuple + (share_sa * off).sum(axis=0) * t_ser \
-        + (share_ab * off).sum(axis=1) * t_ser
+    t_ser_sa = cpu.ser_s_per_tuple + sa_size / cpu.ser_bytes_per_s
+    load_a = share_sa.sum(axis=0) * cpu.cpu_s_per_tuple \
+        + (share_sa * off).sum(axis=0) * t_ser_sa + (share_ab * off).sum(axis=1) * t_ser
     load_b = share_ab.sum(axis=0) * cpu.cpu_s_per_tuple + (share_ab * off).sum(axis=0) * t_ser
-    load_s = share_sa.sum(axis=1) * 0.0 + (share_sa * off).sum(axis=1) * t_ser
+    load_s = share_sa.sum(axis=1) * 0.0 + (share_sa * off).sum(axis=1) * t_ser_sa
     busiest = float(np.max(np.concatenate([load_a, load_b, load_s])))
     t0 = 1.0 / busiest
     # network: demands at T0, max-min shares, the slowest flow sets the pace
     per_flow_tps = np.array([
         t0 * (share_sa if f.edge == 0 else share_ab)[_idx(f.src), _idx(f.dst)] for f in fm.flows
     ])
-    demand = per_flow_tps * size * 8.0
+    demand = per_flow_tps * np.array([sa_size if f.edge == 0 else size for f in fm.flows]) * 8.0
     ext = fm.external & (demand > 0)
     scale = 1.0
     if ext.any():

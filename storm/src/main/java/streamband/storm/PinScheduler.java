@@ -24,7 +24,9 @@ import org.slf4j.LoggerFactory;
  *
  * <p>The placement is in the topology conf: {@code streamband.placement} maps a component
  * to the list of hosts of its executors (in task order; the host is the supervisor's
- * {@code storm.local.hostname}). Storm's own executors (ackers, event loggers) share the
+ * {@code storm.local.hostname}). With {@code streamband.placement.shared: true} the executors
+ * placed on one host share one worker instead (003 §4.1: the instances on one server exchange
+ * tuples in memory). Storm's own executors (ackers, event loggers) share the
  * worker of the first executor of {@code streamband.system.with} (default: the first
  * spout), so acking crosses the network only as the acks of remote bolts to that worker.
  * Topologies without a placement are scheduled by Storm's default scheduler.
@@ -32,6 +34,7 @@ import org.slf4j.LoggerFactory;
 public class PinScheduler implements IScheduler {
     public static final String PLACEMENT = "streamband.placement";
     public static final String SYSTEM_WITH = "streamband.system.with";
+    public static final String SHARED = "streamband.placement.shared";
     private static final Logger LOG = LoggerFactory.getLogger(PinScheduler.class);
 
     @Override
@@ -75,6 +78,8 @@ public class PinScheduler implements IScheduler {
         Map<ExecutorDetails, WorkerSlot> slotOf = new HashMap<>();
         Map<WorkerSlot, List<ExecutorDetails>> plan = new HashMap<>();
         Map<String, List<WorkerSlot>> free = new HashMap<>();
+        boolean shared = Boolean.parseBoolean(String.valueOf(td.getConf().get(SHARED)));
+        Map<String, WorkerSlot> hostSlot = new HashMap<>();
         for (Map.Entry<String, Object> e : placement.entrySet()) {
             List<ExecutorDetails> execs = byComp.get(e.getKey());
             List<Object> hosts = (List<Object>) e.getValue();
@@ -88,10 +93,14 @@ public class PinScheduler implements IScheduler {
             for (int i = 0; i < execs.size(); i++) {
                 String host = hosts.get(i).toString();
                 List<WorkerSlot> slots = free.computeIfAbsent(host, h -> freeSlots(cluster, h));
-                if (slots.isEmpty()) {
-                    return "no free slot on host " + host;
+                WorkerSlot s = shared ? hostSlot.get(host) : null;
+                if (s == null) {
+                    if (slots.isEmpty()) {
+                        return "no free slot on host " + host;
+                    }
+                    s = slots.remove(0);
+                    hostSlot.put(host, s);
                 }
-                WorkerSlot s = slots.remove(0);
                 slotOf.put(execs.get(i), s);
                 plan.computeIfAbsent(s, k -> new ArrayList<>()).add(execs.get(i));
             }
