@@ -102,7 +102,8 @@ def run(
     console.print(f"results: {out / 'results.json'}\nreport:  {path}")
 
 
-def _options(backend: str, seconds: float | None, repeat: int, **more: object):  # noqa: ANN202
+def _options(backend: str, seconds: float | None, repeat: int, max_pending: int | None = None,
+             **more: object):  # noqa: ANN202
     from streamband.backends import BACKENDS
     from streamband.experiments.base import Options
 
@@ -114,12 +115,12 @@ def _options(backend: str, seconds: float | None, repeat: int, **more: object): 
         number(seconds, "--seconds", 1.0, 86_400.0, unit="s")
     if not 1 <= repeat <= 100:
         raise OptionError(f"--repeat: expected 1..100 runs, got {repeat}")
-    pending = more.get("max_pending")
-    if pending is not None and backend != "storm":
+    if max_pending is not None and backend != "storm":
         raise OptionError(f"--max-pending: applies to --backend storm only, got {backend}")
-    if pending is not None and not 1 <= int(pending) <= 1_000_000:  # type: ignore[call-overload]
-        raise OptionError(f"--max-pending: expected 1..1000000 tuples, got {pending}")
-    return Options(backend=backend, seconds=seconds, repeat=repeat, **more)  # type: ignore[arg-type]
+    if max_pending is not None and not 1 <= max_pending <= 1_000_000:
+        raise OptionError(f"--max-pending: expected 1..1000000 tuples, got {max_pending}")
+    return Options(backend=backend, seconds=seconds, repeat=repeat,  # type: ignore[arg-type]
+                   max_pending=max_pending, **more)
 
 
 @app.command()
