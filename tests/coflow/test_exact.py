@@ -118,8 +118,9 @@ REFERENCE = Path(__file__).resolve().parents[2] / "perf" / "data" / "coflow_refe
 def test_unchanged_rules_match_the_previous_engine(trace_path, policy):
     """The schedulers whose rules did not change give every coflow the CCT of the
     engine this one replaced (kept in perf/data by perf/coflow_reference.py, first 60
-    coflows of FB2010 on the big switch); stream-oracle with the old 1 s starvation
-    timer is the old ``stream``."""
+    coflows of FB2010 on the big switch; aalo's frozen again once its missed demotions
+    were fixed, see the file's ``revisions``); stream-oracle with the old 1 s
+    starvation timer is the old ``stream``."""
     from streamband.sim.coflow.run import simulate
     from streamband.sim.coflow.trace import read_trace
     from streamband.sim.coflow.workloads import from_trace
@@ -152,3 +153,25 @@ def test_aalo_weighted_sharing_between_queues_by_hand(engine):
     r = run()
     assert r.flow_finish[1] == pytest.approx(0.1 + 27 / 256, rel=1e-9)
     assert r.flow_finish[0] == pytest.approx(49 / 128, rel=1e-9)
+
+
+@pytest.mark.parametrize("engine", ["python", "compiled"])
+def test_aalo_demotes_at_the_planned_crossing_late_in_a_run(engine):
+    """The event planned at a coflow's threshold crossing demotes it (Aalo §4), also at
+    t ~ 1000 s where one ulp of time is worth more bytes than the 1e-12 slack: C (0 -> 1,
+    queue 1 since 10 MiB) and A (t0: 64 MiB on 0 -> 1, 100 flows on ports of their own).
+    In queue 0 A's shared flow gets 2/3 of the port (weights 2:1); once A has sent
+    10 MiB it joins C in queue 1, behind C (FIFO), and waits for C. Judged from the
+    bytes alone, the crossing event landed short and A kept 2/3 until its flow ended."""
+    n, t0 = 100, 1000.3
+    sc = C * (t0 + 2.0)
+    flows = [(0, 0, 1, sc), (1, 0, 1, 64 * MIB)]
+    flows += [(1, 2 + i, 2 + n + i, 128 * MIB) for i in range(n)]
+    wl = make_workload(flows, [0.0, t0], 2 + 2 * n)
+    fab = big_switch(2 + 2 * n, G)
+    r = (Simulation(wl, fab, Aalo(queues=2)).run() if engine == "python"
+         else fast.run_compiled(wl, fab, Aalo(queues=2)))
+    d = 10 * MIB / (n * C + 2 * C / 3)  # A's time to its crossing
+    fin_c = t0 + d + (sc - C * t0 - C * d / 3) / C
+    assert r.flow_finish[0] == pytest.approx(fin_c, rel=1e-12)
+    assert r.flow_finish[1] == pytest.approx(fin_c + (64 * MIB - 2 * C / 3 * d) / C, rel=1e-12)

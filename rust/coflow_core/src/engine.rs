@@ -270,6 +270,11 @@ pub struct Sim {
     pub work: Vec<f64>,
     pub lheap: BinaryHeap<Reverse<Key>>,
     pub bott: Vec<u32>,
+    /// aalo / baraat: per coflow, the planned time its bytes reach its next threshold
+    /// (inf if none), the coflows with one planned, and Baraat's heavy marks
+    pub x_at: Vec<f64>,
+    pub x_list: Vec<u32>,
+    pub x_mark: Vec<bool>,
 }
 
 impl Sim {
@@ -391,6 +396,9 @@ impl Sim {
             work: vec![0.0; nl],
             lheap: BinaryHeap::new(),
             bott: Vec::new(),
+            x_at: vec![f64::INFINITY; n_owner],
+            x_list: Vec::new(),
+            x_mark: vec![false; n_owner],
             par,
             inp,
         };
@@ -814,6 +822,13 @@ impl Sim {
         if self.gh[g].n == 0 {
             self.drop_group(g);
         } else {
+            if self.g_heap[g].len() > 2 * self.gh[g].n as usize + 16 {
+                // flows that moved or finished left stale entries: keep the live ones
+                let (grp, gen) = (&self.f_grp, &self.f_gen);
+                self.g_heap[g].retain(|&Reverse(e)| {
+                    grp[e.f as usize] == g as u32 && gen[e.f as usize] == e.gen
+                });
+            }
             self.mark_retime(g);
         }
         rem

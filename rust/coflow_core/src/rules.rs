@@ -11,6 +11,12 @@ use crate::model::*;
 /// engine's `DUE`), so that the event scheduled at a crossing demotes it.
 const DUE: f64 = 1.0 - 1e-9;
 
+/// The latest time that counts as `t` (the engines' event resolution).
+#[inline]
+fn now(t: f64) -> f64 {
+    t * (1.0 + 1e-12) + 1e-12
+}
+
 impl Sim {
     /// The level key a newly active owner starts in.
     pub fn initial_key(&self, o: usize) -> u64 {
@@ -29,13 +35,50 @@ impl Sim {
         n.min(self.k - 1)
     }
 
+    /// Past every threshold its bytes reached, one past the queue it is in when its
+    /// planned crossing is due now (so the event planned at a crossing demotes it
+    /// whatever the rounding of the bytes; `schedulers/crossing.py`); never back up.
     fn aalo_key(&self, c: usize, t: f64) -> u64 {
         let nc = self.inp.c_rank.len() as u64;
-        self.aalo_queue(c, t) as u64 * nc + self.inp.c_rank[c] as u64
+        let mut q = self.aalo_queue(c, t);
+        if self.o_key[c] != u64::MAX {
+            let cur = (self.o_key[c] / nc) as usize;
+            q = q.max(if self.x_at[c] <= now(t) { cur + 1 } else { cur }).min(self.k - 1);
+        }
+        q as u64 * nc + self.inp.c_rank[c] as u64
     }
 
     fn heavy(&self, c: usize, t: f64) -> bool {
-        self.o_bytes(c, t) * (1.0 + 1e-12) >= self.par.heavy_bytes
+        self.x_mark[c] || self.o_bytes(c, t) * (1.0 + 1e-12) >= self.par.heavy_bytes
+    }
+
+    /// Plan each served coflow's crossing of `thr(coflow)` from its bytes and rate at
+    /// `t`; the earliest, or `t` itself (a zero-length event) if one is due already.
+    fn plan_crossings(&mut self, t: f64, thr: impl Fn(&Self, usize) -> Option<f64>) -> f64 {
+        for &c in &self.x_list {
+            self.x_at[c as usize] = f64::INFINITY;
+        }
+        self.x_list.clear();
+        let mut best = f64::INFINITY;
+        for i in 0..self.act_o.len() {
+            let c = self.act_o[i] as usize;
+            let r = self.o_rate[c];
+            if self.o_npos[c] == 0 || !(r > 0.0) {
+                continue;
+            }
+            let Some(x) = thr(self, c) else { continue };
+            let tc = t + (x - self.o_bytes(c, t)) / r;
+            if tc.is_finite() {
+                self.x_at[c] = tc;
+                self.x_list.push(c as u32);
+                best = best.min(tc);
+            }
+        }
+        if best <= now(t) {
+            t
+        } else {
+            best
+        }
     }
 
     /// Priority decisions at `t`, before the fill.
@@ -64,6 +107,12 @@ impl Sim {
                 }
             }
             Policy::Baraat => {
+                for i in 0..self.act_o.len() {
+                    let c = self.act_o[i] as usize;
+                    if self.x_at[c] <= now(t) {
+                        self.x_mark[c] = true;
+                    }
+                }
                 // FIFO; a heavy coflow lets the next one share its level. A level's key
                 // stays what it was while the level does (its first coflow may be gone),
                 // so that only coflows whose level really changes move.
@@ -231,7 +280,7 @@ impl Sim {
         }
     }
 
-    pub fn next_sched_event(&self, t: f64) -> f64 {
+    pub fn next_sched_event(&mut self, t: f64) -> f64 {
         let lim = t * (1.0 + 1e-12) + 1e-12;
         let mut best = f64::INFINITY;
         match self.pol {
@@ -259,31 +308,13 @@ impl Sim {
                 best = best.min(self.min_starve());
             }
             Policy::Aalo => {
-                for &o in &self.act_o {
-                    let c = o as usize;
-                    let r = self.o_rate[c];
-                    if self.o_npos[c] == 0 || !(r > 0.0) {
-                        continue;
-                    }
-                    let nxt = self.par.tau[self.aalo_queue(c, t)];
-                    let tc = t + (nxt - self.o_bytes(c, t)) / r;
-                    if tc.is_finite() && tc > lim && tc < best {
-                        best = tc;
-                    }
-                }
+                let nc = self.inp.c_rank.len() as u64;
+                best = self.plan_crossings(t, |s, c| Some(s.par.tau[(s.o_key[c] / nc) as usize]));
             }
             Policy::Baraat => {
-                for &o in &self.act_o {
-                    let c = o as usize;
-                    let r = self.o_rate[c];
-                    if self.o_npos[c] == 0 || !(r > 0.0) || self.heavy(c, t) {
-                        continue;
-                    }
-                    let tc = t + (self.par.heavy_bytes - self.o_bytes(c, t)) / r;
-                    if tc > lim && tc < best {
-                        best = tc;
-                    }
-                }
+                best = self.plan_crossings(t, |s, c| {
+                    if s.heavy(c, t) { None } else { Some(s.par.heavy_bytes) }
+                });
             }
         }
         best

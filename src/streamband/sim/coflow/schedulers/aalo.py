@@ -9,13 +9,18 @@ Flow-level reading of the weighted sharing (the compiled rule in
 queue present on a link ``cap * w_q / sum(w of the queues present)`` of it and fills
 that queue's coflows FIFO (strict by arrival rank, max-min inside a coflow) within it;
 pass 2 fills what pass 1 left (bottlenecks elsewhere, absent queues) in (queue, rank)
-order, so the rule is work-conserving."""
+order, so the rule is work-conserving.
+
+A coflow is demoted when its bytes sent reach the queue's threshold; the event planned
+at that crossing demotes it even if the bytes land a rounding error short
+(:mod:`.crossing`), and a coflow never rises back."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from streamband.sim.coflow.engine import Scheduler
+from streamband.sim.coflow.schedulers.crossing import SLACK, Crossings
 from streamband.sim.coflow.schedulers.thresholds import thresholds
 from streamband.sim.coflow.sharing import SNAP, priority_fill
 
@@ -40,18 +45,23 @@ class Aalo(Scheduler):
         self.rank = np.empty(C, np.int64)
         self.rank[np.argsort(sim.wl.coflow_arrival, kind="stable")] = np.arange(C)
         self.r_c = np.zeros(C)
+        self.q = np.zeros(C, np.int64)  # the queue decided at the last fill
+        self.cross = Crossings(C)
 
     def on_advance(self, act, rates, dt) -> None:
         self.sent += np.bincount(self.sim.wl.coflow[act], weights=rates * dt,
                                  minlength=len(self.sent))
 
-    def queue(self) -> np.ndarray:
-        return np.minimum(np.searchsorted(self.tau, self.sent * (1 + 1e-12), side="right"),
-                          self.K - 1)
+    def queue(self, t: float) -> np.ndarray:
+        """Queue per coflow at ``t``: past every threshold its bytes reached, one past
+        the queue it was in when its crossing is due now; never back up."""
+        q = np.searchsorted(self.tau, self.sent * (1 + SLACK), side="right")
+        q = np.maximum(q, np.where(self.cross.due(t), self.q + 1, self.q))
+        return np.minimum(q, self.K - 1)
 
     def levels(self, act, t) -> np.ndarray:
         c = self.sim.wl.coflow[act]
-        lv = self.queue()[c] * len(self.sent) + self.rank[c]
+        lv = self.queue(t)[c] * len(self.sent) + self.rank[c]
         _, dense = np.unique(lv, return_inverse=True)
         return dense
 
@@ -62,7 +72,8 @@ class Aalo(Scheduler):
     def rates(self, act, t) -> np.ndarray:
         sim = self.sim
         c = sim.wl.coflow[act]
-        q = self.queue()[c]
+        self.q = self.queue(t)
+        q = self.q[c]
         lv = q * len(self.sent) + self.rank[c]
         npth = sim.n_paths
         key = lv * npth + sim.pid[act]
@@ -92,13 +103,8 @@ class Aalo(Scheduler):
         g_rate = rate1 + priority_fill(links, w, g_lv, resid)
         r = g_rate[inv]
         self.r_c = np.bincount(self.sim.wl.coflow[act], weights=r, minlength=len(self.sent))
+        self.cross.plan(t, self.r_c > 0, self.sent, self.r_c, self.tau[self.q])
         return r
 
     def next_event(self, t: float) -> float:
-        live = self.r_c > 0
-        if not live.any():
-            return np.inf
-        nxt = self.tau[self.queue()[live]]
-        tc = t + (nxt - self.sent[live]) / self.r_c[live]
-        tc = tc[np.isfinite(tc) & (tc > t * (1 + 1e-12) + 1e-12)]
-        return float(tc.min()) if tc.size else np.inf
+        return self.cross.next(t)
