@@ -18,13 +18,29 @@ from streamband.swift.layout import STATE
 from streamband.swift.spec import load, slo_floor_mbps
 from streamband.testbed.registry import MARK, read_state
 
+ABSOLUTE = {"targets": "ops", "schedule": [[0, 16], [60, 18], [120, 20]]}
+
 
 def test_the_builtin_spec_loads():
     spec = load(paper002.SPEC)
     assert spec.storage == ["s1", "s2", "s3"] and spec.swift.replicas == 3
     assert spec.quota_mbps == spec.testbed.link_mbps
-    assert [r for _, r in spec.workload.schedule] == [16, 18, 20]
+    # 80/90/100 % of the throughput measured with clients at half the quota
+    assert spec.workload.targets == "reference"
+    assert [r for _, r in spec.workload.schedule] == [0.8, 0.9, 1.0]
+    assert spec.reference_mbps == spec.quota_mbps / 2
+    sweep = spec.training.user_mbps
+    assert min(sweep) <= spec.reference_mbps <= max(sweep)
+    with pytest.raises(ValueError, match="resolve them first"):
+        spec.workload.target(0)
+    wl = spec.workload.resolved(10.0)
+    assert wl.targets == "ops" and wl.target(59.9) == 8 and wl.target(125) == 10
+
+
+def test_absolute_targets():
+    spec = load(paper002.SPEC, {"workload": ABSOLUTE})
     assert spec.workload.target(59.9) == 16 and spec.workload.target(125) == 20
+    assert spec.workload.resolved(3.0) is spec.workload
     # 20 op/s of 100 KB: reads leave one of 3 nodes, writes reach all 3
     assert slo_floor_mbps(spec) == pytest.approx(20 * 0.8 * 0.8 / 3)
 
@@ -32,25 +48,29 @@ def test_the_builtin_spec_loads():
 def test_seconds_stretch_the_schedule():
     spec = paper002.load_spec(Options(backend="testbed", seconds=90))
     assert spec.workload.duration_s == 90
-    assert spec.workload.schedule == [(0, 16), (30, 18), (60, 20)]
+    assert spec.workload.schedule == [(0, 0.8), (30, 0.9), (60, 1.0)]
     assert spec.failures.every_s == 10
 
 
-@pytest.mark.parametrize(("section", "fields", "expected"), [
-    ("swift", {"storage_hosts": 6},
+@pytest.mark.parametrize(("overrides", "expected"), [
+    ({"swift": {"storage_hosts": 6}},
      "swift.storage_hosts: 6 storage hosts + proxy + client need 8 hosts, the testbed "
      "has 5"),
-    ("control", {"quota_mbps": 2},
+    ({"control": {"quota_mbps": 2}, "workload": ABSOLUTE},
      "control.quota_mbps: the SLO's peak 20 op/s of 100 KB objects needs at least "
      "4.27 Mbit/s per storage node, the quota is 2"),
-    ("control", {"policy": "bwmann"}, "unknown policy 'bwmann'"),
-    ("control", {"tradeoff": "users"}, "unknown trade-off 'users'"),
-    ("swift", {"storage_hosts": 9}, "less than or equal to 8"),
-    ("workload", {"schedule": [[0, 10], [0, 12]]}, "increasing time"),
+    ({"control": {"quota_mbps": 2}},
+     "control.quota_mbps: the SLO's reference bandwidth 1 Mbit/s "
+     "(workload.reference_user_share 0.5 of the quota 2) is outside the training sweep"),
+    ({"control": {"policy": "bwmann"}}, "unknown policy 'bwmann'"),
+    ({"control": {"tradeoff": "users"}}, "unknown trade-off 'users'"),
+    ({"swift": {"storage_hosts": 9}}, "less than or equal to 8"),
+    ({"workload": {"schedule": [[0, 10], [0, 12]], "targets": "ops"}}, "increasing time"),
+    ({"workload": {"schedule": [[0, 0.8], [60, 16]]}}, "fraction of the reference"),
 ])
-def test_bad_spec_is_one_line(section, fields, expected):
+def test_bad_spec_is_one_line(overrides, expected):
     with pytest.raises(SpecError) as err:
-        load(paper002.SPEC, {section: fields})
+        load(paper002.SPEC, overrides)
     msg = str(err.value)
     assert "\n" not in msg and expected in msg, msg
 

@@ -7,6 +7,12 @@ One store (:mod:`streamband.swift`), populated once; then the training sweep
 (002 §III), then for each repeat a run without management (``none``: plain
 sharing of each storage link) and a run with the managed policy (``bwman`` by
 default), each followed by a tail without clients until every lost replica is back.
+
+The SLO's steps are fractions of a reference the sweep measures on this store
+(:func:`streamband.swift.training.reference`) unless the spec gives them in op/s,
+and the comparison checks 002's premise on the sweep: throughput grows with
+bandwidth (:func:`streamband.swift.training.growth`), else the store is CPU-bound
+and the comparison void.
 """
 
 from __future__ import annotations
@@ -100,6 +106,9 @@ def run(out: Path, opts: Options, console: Any, spec: Any = None) -> Outcome:
         assert s.cluster is not None and s.tb is not None
         enforcer = _enforcer(s, parsed, out)
         try:
+            idle = _idle_usage(s.cluster)
+            console.print(f"store idle (replicators only): {idle['cores']:.2f} cores, "
+                          f"{idle['rss_mb']:.0f} MB")
             quota = parsed.quota_mbps * 1e6
             t0 = time.monotonic()
             up = training.user_points(s, enforcer, quota, console.print)
@@ -110,6 +119,8 @@ def run(out: Path, opts: Options, console: Any, spec: Any = None) -> Outcome:
                           f"{models.user.a2:.3f}  (R2 {models.user.r2:.3f})")
             console.print(f"eq. (2): recovery = {models.recovery.a1:.4f} * ln(bw) + "
                           f"{models.recovery.a2:.4f}  (R2 {models.recovery.r2:.3f})")
+            slo = _resolve_slo(s, up, console)
+            parsed = s.spec
             order = [BASELINE, managed]
             for i in range(opts.repeat):
                 for pol in order if i % 2 == 0 else order[::-1]:
@@ -129,12 +140,54 @@ def run(out: Path, opts: Options, console: Any, spec: Any = None) -> Outcome:
             enforcer.close()
         timings = dict(s.timings)
     timings["total_s"] = time.monotonic() - t_all
-    comparison = compare(rows, models, managed)
-    results = _write_results(out, parsed, rows, runs, models, up, rp, comparison, timings)
-    report = _write_report(out, parsed, rows, runs, models, up, rp, comparison, timings)
+    slo["store_idle"] = idle
+    comparison = compare(rows, models, managed, slo["growth"])
+    results = _write_results(out, parsed, rows, runs, models, up, rp, comparison, timings,
+                             slo)
+    report = _write_report(out, parsed, rows, runs, models, up, rp, comparison, timings, slo)
     show(comparison, console)
     console.print(f"results: {results}\nreport:  {report}")
     return Outcome(rows, comparison, results, report)
+
+
+def _resolve_slo(s: Any, up: Any, console: Any) -> dict[str, Any]:
+    """The SLO's steps in op/s (a ``reference`` schedule times the throughput the
+    sweep measured at the clients' share of the quota), set on the session's spec;
+    and the premise check's figures."""
+    from streamband.swift import training
+    from streamband.swift.spec import load
+
+    spec = s.spec
+    wl = spec.workload
+    info: dict[str, Any] = {"targets": wl.targets, "growth": training.growth(up)}
+    if wl.targets == "reference":
+        ref_bw = spec.reference_mbps
+        ref = training.reference(up, ref_bw)
+        data = spec.model_dump()
+        data["workload"] = wl.resolved(ref).model_dump()
+        data["testbed"].pop("storage_hosts", None)
+        s.spec = load(data)
+        info.update(reference_mbps=ref_bw, reference_ops=ref,
+                    fractions=[r for _, r in wl.schedule])
+        console.print(f"SLO reference: {ref:.2f} op/s measured with clients at "
+                      f"{ref_bw:g} Mbit/s per node ({wl.reference_user_share:g} of the quota)")
+    info["steps_ops"] = [r for _, r in s.spec.workload.schedule]
+    g = info["growth"]
+    console.print(f"SLO steps: {' -> '.join(f'{r:.2f}' for r in info['steps_ops'])} op/s; "
+                  f"sweep: log-log slope {g['slope']:.2f}, top/best {g['top_over_best']:.2f} "
+                  f"({'network-bound' if g['ok'] else 'NOT network-bound'})")
+    return info
+
+
+def _idle_usage(cluster: Any, seconds: float = 10.0) -> dict[str, float]:
+    """The store's CPU (cores) and memory with no clients and nothing to recover:
+    what its replicators and servers cost at rest."""
+    before = cluster.usage()
+    t = time.monotonic()
+    time.sleep(seconds)
+    after = cluster.usage()
+    return {"cores": (after["cpu_s"] - before["cpu_s"]) / (time.monotonic() - t),
+            "rss_mb": after["rss_mb"], "processes": after["processes"]}
 
 
 def _enforcer(s: Any, spec: Any, out: Path) -> Any:
@@ -212,11 +265,12 @@ def _spread(rows: list[dict[str, Any]], policy: str, key: str) -> str:
 
 
 def compare(rows: list[dict[str, Any]], models: Any = None,
-            managed: str = "bwman") -> Comparison:
+            managed: str = "bwman", growth: dict[str, Any] | None = None) -> Comparison:
     """Table I as measured (median over repeats; spread when repeated) beside 002's,
     and the checks: violations with management <= half of those without at 5 %,
     the scenario contends without management, recovery completes in every managed
-    run, both models grow with bandwidth."""
+    run, both models grow with bandwidth, and (``growth``, from the training sweep)
+    002's premise that the network limits the clients (§V)."""
     header = ["SLO tolerance", f"with {managed} %", f"without ({BASELINE}) %",
               "ratio", "paper with %", "paper without %", "paper ratio", "spread with",
               "spread without"]
@@ -246,6 +300,16 @@ def compare(rows: list[dict[str, Any]], models: Any = None,
         checks.append(Check("both models grow with bandwidth (a1 > 0, eq. 1 and 2)",
                             f"a1 = {models.user.a1:.3f}, {models.recovery.a1:.4f}",
                             models.user.a1 > 0 and models.recovery.a1 > 0))
+    if growth is not None:
+        from streamband.swift.training import MIN_GROWTH, MIN_TOP
+
+        checks.append(Check(
+            "002's premise: the network limits the clients over the training sweep "
+            f"(throughput's log-log slope on bandwidth >= {MIN_GROWTH:g}, the top "
+            f"point >= {MIN_TOP:.0%} of the best); else the store is CPU-bound and "
+            "the comparison is void",
+            f"slope {growth['slope']:.2f}, top/best {growth['top_over_best']:.2f}",
+            bool(growth["ok"])))
     return Comparison(header, table, checks, title="002 Table I: share of SLO violations")
 
 
@@ -254,11 +318,12 @@ def compare(rows: list[dict[str, Any]], models: Any = None,
 
 def _write_results(out: Path, spec: Any, rows: list[dict[str, Any]],
                    runs: dict[str, list[Any]], models: Any, up: Any, rp: Any,
-                   comparison: Comparison, timings: dict[str, float]) -> Path:
+                   comparison: Comparison, timings: dict[str, float],
+                   slo: dict[str, Any]) -> Path:
     from streamband.report.html import write_json
 
     return write_json(out / "results.json", {
-        "experiment": NAME, "spec": spec.model_dump(), "paper": PAPER,
+        "experiment": NAME, "spec": spec.model_dump(), "paper": PAPER, "slo": slo,
         "rows": rows, "comparison": comparison.as_json(), "timings": timings,
         "models": {"user": models.user.as_dict(), "recovery": models.recovery.as_dict()},
         "training": {"user": {"mbps": up.bw, "ops": up.y},
@@ -353,7 +418,8 @@ def _integrity_figure(runs: dict[str, list[Any]], managed: str) -> Any:
 
 def _write_report(out: Path, spec: Any, rows: list[dict[str, Any]],
                   runs: dict[str, list[Any]], models: Any, up: Any, rp: Any,
-                  comparison: Comparison, timings: dict[str, float]) -> Path:
+                  comparison: Comparison, timings: dict[str, float],
+                  slo: dict[str, Any]) -> Path:
     from streamband.report.html import Report
 
     managed = spec.control.policy
@@ -374,6 +440,17 @@ def _write_report(out: Path, spec: Any, rows: list[dict[str, Any]],
         f"violates the SLO at tolerance x when it is below (1 - x) x target. Enforcer: "
         f"{spec.control.enforcer}; trade-off: {spec.control.tradeoff}; loop every "
         f"{spec.control.dt_s:g} s.")
+    g = slo["growth"]
+    ref = (f"The SLO's steps are {', '.join(f'{f:.0%}' for f in slo['fractions'])} of the "
+           f"throughput the training sweep measured with clients capped at "
+           f"{slo['reference_mbps']:g} Mbit/s per node ({slo['reference_ops']:.2f} op/s): "
+           "the top step needs bandwidth taken from recovery. "
+           if slo.get("reference_ops") is not None else "The SLO's steps are given in op/s. ")
+    r.para(ref + f"Over the sweep, throughput's log-log slope on bandwidth is "
+           f"{g['slope']:.2f} (1: the network alone limits the clients, 0: it does not) "
+           f"and the top point is {g['top_over_best']:.0%} of the best. The store at rest "
+           f"(replicators only): {slo['store_idle']['cores']:.2f} cores, "
+           f"{slo['store_idle']['rss_mb']:.0f} MB.")
     r.heading("002 Table I: share of SLO violations")
     r.table(comparison.header, comparison.rows)
     r.table(["check", "measured", "ok"], [[c.what, c.measured, c.ok] for c in comparison.checks])

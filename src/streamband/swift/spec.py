@@ -30,6 +30,8 @@ from streamband.testbed.spec import TestbedSpec
 CLIENT, PROXY = "client", "proxy"
 #: at most this many storage hosts (002's 1 proxy : 8 storage)
 MAX_STORAGE = 8
+#: a schedule relative to the reference asks at most this multiple of it
+MAX_REFERENCE = 2.0
 
 
 def storage_names(n: int) -> list[str]:
@@ -101,9 +103,15 @@ class ClusterSpec(_Strict):
 
 class WorkloadSpec(_Strict):
     """002 §V-C2: ``threads`` clients, ``read_share`` reads (the rest overwrites),
-    requests issued at the target rate of ``schedule`` (``[start_s, op/s]`` steps,
+    requests issued at the target rate of ``schedule`` (``[start_s, rate]`` steps,
     002 Fig. 7: 80 -> 90 -> 100 op/s) into a queue; a request not served on time
-    waits there and counts as late. Throughput is counted per ``window_s``."""
+    waits there and counts as late. Throughput is counted per ``window_s``.
+
+    ``targets``: the unit of the schedule's rates: ``ops`` (absolute op/s) or
+    ``reference`` (fractions of the store's reference throughput, measured by the
+    training sweep with clients capped at ``reference_user_share`` of the quota,
+    recovery's share being the rest; :func:`streamband.swift.training.reference`).
+    """
 
     threads: int = Field(16, ge=1, le=256)
     read_share: float = Field(0.8, ge=0, le=1)
@@ -113,15 +121,22 @@ class WorkloadSpec(_Strict):
     window_s: float = Field(5.0, gt=0, le=600)
     timeout_s: float = Field(20.0, gt=0, le=600)
     seed: int = 1
+    targets: Literal["ops", "reference"] = "ops"
+    reference_user_share: float = Field(0.5, gt=0, lt=1)
 
     @model_validator(mode="after")
     def _schedule(self) -> WorkloadSpec:
         starts = [s for s, _ in self.schedule]
         if starts[0] != 0:
             raise ValueError(f"schedule[0]: the first step starts at 0 s, got {starts[0]:g}")
+        unit = "op/s" if self.targets == "ops" else "fraction of the reference"
         for i, (s, r) in enumerate(self.schedule):
             if r <= 0:
-                raise ValueError(f"schedule[{i}]: expected a positive rate in op/s, got {r:g}")
+                raise ValueError(f"schedule[{i}]: expected a positive rate in {unit}, "
+                                 f"got {r:g}")
+            if self.targets == "reference" and r > MAX_REFERENCE:
+                raise ValueError(f"schedule[{i}]: expected a {unit} (at most "
+                                 f"{MAX_REFERENCE:g}), got {r:g}")
             if i and s <= starts[i - 1]:
                 raise ValueError(f"schedule[{i}]: expected steps in increasing time, "
                                  f"got {s:g} after {starts[i - 1]:g}")
@@ -132,7 +147,19 @@ class WorkloadSpec(_Strict):
 
     def target(self, t: float) -> float:
         """The target rate (the SLO, op/s) at ``t`` seconds into the run."""
+        if self.targets != "ops":
+            raise ValueError("workload: targets relative to the reference, resolve them "
+                             "first (WorkloadSpec.resolved)")
         return step_rate(self.schedule, t)
+
+    def resolved(self, reference_ops: float) -> WorkloadSpec:
+        """The same workload with absolute targets: a ``reference`` schedule's
+        fractions times ``reference_ops`` (an ``ops`` schedule unchanged)."""
+        if self.targets == "ops":
+            return self
+        return self.model_copy(update={
+            "targets": "ops",
+            "schedule": [(s, r * reference_ops) for s, r in self.schedule]})
 
     @property
     def peak(self) -> float:
@@ -233,6 +260,17 @@ class SwiftSpec(_Strict):
         if quota > self.testbed.link_mbps:
             raise ValueError(f"control.quota_mbps: expected at most the storage link rate "
                              f"testbed.link_mbps ({self.testbed.link_mbps:g}), got {quota:g}")
+        if self.workload.targets == "reference":
+            ref = self.reference_mbps
+            sweep = self.training.user_mbps
+            if not min(sweep) <= ref <= max(sweep):
+                raise ValueError(
+                    f"control.quota_mbps: the SLO's reference bandwidth {ref:g} Mbit/s "
+                    f"(workload.reference_user_share {self.workload.reference_user_share:g}"
+                    f" of the quota {quota:g}) is outside the training sweep "
+                    f"training.user_mbps {min(sweep):g}..{max(sweep):g}, where it is "
+                    f"measured")
+            return self
         floor = slo_floor_mbps(self)
         if quota < floor:
             raise ValueError(
@@ -244,6 +282,12 @@ class SwiftSpec(_Strict):
     @property
     def quota_mbps(self) -> float:
         return self.control.quota_mbps or self.testbed.link_mbps
+
+    @property
+    def reference_mbps(self) -> float:
+        """The clients' bandwidth per node at which the reference throughput is
+        measured (``workload.reference_user_share`` of the quota)."""
+        return self.workload.reference_user_share * self.quota_mbps
 
     @property
     def storage(self) -> list[str]:
