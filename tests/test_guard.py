@@ -39,3 +39,20 @@ def test_uncapped_flows_and_idle_links_do_not_count():
 def test_margins_must_be_ordered():
     with pytest.raises(ValueError, match="margin_off <= margin_on"):
         HarmGuard(margin_on=0.05, margin_off=0.1)
+
+
+def test_an_interval_above_capacity_is_not_tcps_split():
+    # a first interval longer than Δt reads 16 + 24 Mbit/s on a 20 Mbit/s link: with it as
+    # TCP's split, any allocation would look like a large move and capping would stick
+    g = HarmGuard()
+    assert not decide(g, [4.6, 15.4], [15.8, 24.1])
+    assert g.tcp_bps is None and g.moved == 0.0
+    assert not decide(g, [6, 14], [7.6, 11.5])  # the real split: about 2 of 20 move
+    assert g.moved == pytest.approx(0.1025)
+
+
+def test_tcps_split_is_the_mean_of_the_last_uncapped_intervals():
+    g = HarmGuard(window=2)
+    for measured in ([6, 14], [8, 12], [10, 10]):
+        decide(g, [np.inf, np.inf], measured)
+    assert g.tcp_bps == pytest.approx(np.array([9, 11]) * MBIT)  # the last two

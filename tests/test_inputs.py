@@ -252,7 +252,7 @@ PATHS = _paths(tiny_spec())
 @pytest.mark.parametrize("args", [
     ["run", "paper-001", "--max-pending", "100"],
     ["bench", "paper-001", "--max-pending", "100"],
-    ["bench", "paper-001", "--backend", "storm", "--max-pending", "0"],
+    ["bench", "paper-001", "--backend", "storm", "--max-pending", "2000000"],
     ["run", "paper-001", "--backend", "storm", "--max-pending", "-3"],
 ])
 def test_max_pending_checked_before_work(tmp_path, args):

@@ -26,6 +26,7 @@ app = App(no_args_is_help=True,
 
 
 def _mount() -> None:
+    from streamband.control.cli import manage
     from streamband.locality.cli import app as locality_app
     from streamband.sdn.cli import controller
     from streamband.sim.coflow.cli import app as coflow_app
@@ -39,6 +40,7 @@ def _mount() -> None:
     app.add_typer(swift_app, name="swift")
     app.add_typer(testbed_app, name="testbed")
     app.command("controller")(controller)
+    app.command("manage")(manage)
 
 
 def _console() -> Console:
@@ -64,11 +66,12 @@ BACKEND_HELP = ("where it runs: sim (the fluid simulator), testbed (Mininet + OV
 
 
 PENDING_HELP = ("storm: Storm's topology.max.spout.pending, tuples a spout task may have in "
-                "flight (default: none, the spouts paced open loop)")
+                "flight (default: 1000; 0: none, the spouts paced open loop)")
 
 
 GUARD_HELP = ("testbed, storm: do no harm - keep TCP's split unless an allocation moves "
-              "at least 12 % of a bottleneck's capacity (--no-guard: always enforce)")
+              "at least 12 % of a bottleneck's capacity (default: on for testbed, off for "
+              "storm, whose TCP split already follows the join)")
 
 
 @app.command()
@@ -79,7 +82,7 @@ def run(
     out: Path = typer.Option(Path("out/run"), help="directory for results.json and report.html"),
     seconds: float = typer.Option(None, help="length of each run, s (default: the spec's)"),
     repeat: int = typer.Option(1, help="runs per case and policy (median and spread)"),
-    guard: bool = typer.Option(True, help=GUARD_HELP),
+    guard: bool = typer.Option(None, "--guard/--no-guard", help=GUARD_HELP),
     max_pending: int = typer.Option(None, help=PENDING_HELP),
 ) -> None:
     """Run an experiment spec: a table per app, results.json and report.html."""
@@ -89,12 +92,11 @@ def run(
     from streamband.experiments.spec import load_spec
 
     out_dir(out)
-    opts = _options(backend, seconds, repeat, max_pending=max_pending)
+    opts = _options(backend, seconds, repeat, max_pending=max_pending, guard=guard)
     parsed = with_options(load_spec(spec), opts)
     mod = get_backend(backend)
     runner = (mod.Runner() if backend == "sim"
-              else mod.Runner(out, seconds=opts.seconds or 60.0, guard=guard,
-                              **opts.engine()))
+              else mod.Runner(out, seconds=opts.seconds or 60.0, **opts.engine()))
     console = _console()
     done = execute([parsed], runner, console, repeat=opts.repeat)
     path = write_outputs(out, f"streamband run: {parsed.experiment} ({backend})", done,
@@ -117,8 +119,9 @@ def _options(backend: str, seconds: float | None, repeat: int, max_pending: int 
         raise OptionError(f"--repeat: expected 1..100 runs, got {repeat}")
     if max_pending is not None and backend != "storm":
         raise OptionError(f"--max-pending: applies to --backend storm only, got {backend}")
-    if max_pending is not None and not 1 <= max_pending <= 1_000_000:
-        raise OptionError(f"--max-pending: expected 1..1000000 tuples, got {max_pending}")
+    if max_pending is not None and not 0 <= max_pending <= 1_000_000:
+        raise OptionError(f"--max-pending: expected 0..1000000 tuples (0: unbounded), "
+                          f"got {max_pending}")
     return Options(backend=backend, seconds=seconds, repeat=repeat,  # type: ignore[arg-type]
                    max_pending=max_pending, **more)
 
@@ -136,7 +139,7 @@ def bench(
     policy: str = typer.Option(None, help="the managed policy under test in place of "
                                "appaware (paper-002: of bwman) (a policy that does nothing "
                                "must fail the checks)"),
-    guard: bool = typer.Option(True, help=GUARD_HELP),
+    guard: bool = typer.Option(None, "--guard/--no-guard", help=GUARD_HELP),
     max_pending: int = typer.Option(None, help=PENDING_HELP),
 ) -> None:
     """Reproduce a paper's evaluation: tables, checks, results.json and report.html.

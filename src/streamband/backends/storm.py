@@ -22,9 +22,14 @@ Storm counts task messages, not bytes. Conversions, per flow and interval:
 - ``L^s_f`` (sender backlog): the socket's send queue (bytes, kernel) plus ``b`` times
   Netty's pending messages and the flow's share of the worker's transfer queue (shared
   by all the worker's destinations, split by the messages each has sent); with
-  ``input_queue``, also ``b`` times the flow's share of the sending executor's receive
-  queue: once Netty's buffer passes its high watermark the executor blocks and the
-  flow's backlog waits there as input tuples, one output tuple each;
+  ``input_queue`` (off by default), also ``b`` times the flow's share of the sending
+  worker's receive queues: once Netty's buffer passes its high watermark the executor
+  blocks and the flow's backlog waits there as input tuples, one output tuple each. Off,
+  because with a bounded spout (``topology.max.spout.pending``) those queues hold the
+  in-flight window wherever the slow branch starts, tuples that came over no metered
+  link: on 001's fork-join they made Algorithm 1 starve the other flow (TP1 6.5/13.2
+  Mbit/s against 8/12; app-aware -0.8/-0.8/-4.5 % against TCP on TP1/2/3, and
+  +3.1/+4.4/+4.4 % without them, one run each);
 - ``L^r_f`` (receiver backlog): ``b`` times the receive-queue population of the
   receiving worker's executors, split among the flows into that worker by their
   messages in the interval (one receive queue per executor mixes all its inputs).
@@ -127,7 +132,7 @@ class StormProfiler:
 
     def __init__(self, snapshot: Path, topology: str, pairs: list[WorkerPair],
                  sockets: SocketReader | None = None,
-                 hint_bytes: list[float] | None = None, input_queue: bool = True) -> None:
+                 hint_bytes: list[float] | None = None, input_queue: bool = False) -> None:
         self.snapshot_path = Path(snapshot)
         self.topology = topology
         self.pairs = pairs
@@ -286,6 +291,11 @@ WORKLOADS: dict[str, StormWorkload] = {
 }
 
 
+#: the benches' and ``run``'s ``topology.max.spout.pending``: Storm's own flow control
+#: with acking on (Storm's docs advise setting it; its default is unbounded)
+MAX_PENDING = 1000
+
+
 class StormRunner:
     """Runs an experiment's cases on Apache Storm on the testbed.
 
@@ -306,17 +316,23 @@ class StormRunner:
     dt : float
         Δt of the live manager loop, seconds (the meters' lease is 3 Δt).
     guard : bool
-        Do no harm (:class:`~streamband.control.guard.HarmGuard`).
-    max_pending : int or None
+        Do no harm (:class:`~streamband.control.guard.HarmGuard`); off by default on
+        Storm: a bounded spout already makes TCP split a bottleneck by what the join
+        uses (001's fork-join: 7.3/10.9 Mbit/s on TP1 for 4.2/6.3 KB per message), so the
+        guard would hold TCP's split, where Algorithm 1's meters also drain the slow
+        flow's backlog (latency -27..-33 %, one run).
+    max_pending : int
         Storm's ``topology.max.spout.pending``: tuples a spout task may have in flight
-        (emitted, not yet acked); ``None``: unbounded, the spouts paced open loop.
+        (emitted, not yet acked); 0: unbounded, the spouts paced open loop, which on
+        this machine lets queues grow past the tuple timeout (fork-join TP1: 23-227
+        tuples/s, thousands failed per window).
     """
 
     __test__ = False
     name = "storm"
 
     def __init__(self, out: Path, seconds: float = 60.0, warmup_s: float = 20.0,
-                 dt: float = 1.0, guard: bool = True, max_pending: int | None = None,
+                 dt: float = 1.0, guard: bool = False, max_pending: int = MAX_PENDING,
                  **control: Any) -> None:
         import os
 
@@ -408,7 +424,7 @@ class StormRunner:
         self.count += 1
         name = f"{app.name}-{case.placement}-{self.count}".replace("_", "-")
         limit = ({"topology.max.spout.pending": self.max_pending}
-                 if self.max_pending is not None else {})
+                 if self.max_pending else {})
         self.cluster.submit(self.cluster.jar, work.main, name,
                             {**work.settings(app), **limit, "streamband.placement": where})
         info = self.cluster.wait_running(name)
@@ -420,6 +436,13 @@ class StormRunner:
         time.sleep(self.warmup_s)
         self.topology = (case, mt)
         return mt
+
+    def _log(self, tag: str) -> Path:
+        """The allocation log of this window: one per repetition (``-rN``)."""
+        n = 1
+        while (self.out / f"{tag}-{self.count}-r{n}.alloc.jsonl").exists():
+            n += 1
+        return self.out / f"{tag}-{self.count}-r{n}.alloc.jsonl"
 
     def run(self, spec: ExperimentSpec, case: Case, policy: str,
             progress: Callable[[float], None] | None = None,
@@ -439,7 +462,7 @@ class StormRunner:
                 progress(min(1.0, (time.monotonic() - t0) / self.seconds))
 
         r = mt.run(policy if entry.kind == "loop" else "tcp", self.seconds, self.dt,
-                   log=self.out / f"{tag}-{self.count}.alloc.jsonl", on_step=on_step,
+                   log=self._log(tag), on_step=on_step,
                    guard=self.guard)
         topo = self.tb.topo
         util = r["link_used_bps"] / topo.capacities

@@ -12,8 +12,12 @@ last interval) and lets the manager cap only when the allocation moves at least
 
 (x: the allocation, r: TCP's measured rates; half the L1 distance is the share of the
 link that changes hands). Once capping, it releases the caps when δ falls below
-``margin_off`` < ``margin_on`` (hysteresis: no flapping around one threshold). While
-capped, TCP's split cannot be observed, so ``r`` is the last uncapped measurement.
+``margin_off`` < ``margin_on`` (hysteresis: no flapping around one threshold). ``r`` is
+the mean of the last ``window`` uncapped intervals (one second of a real engine's rates
+is noisy); while capped, TCP's split cannot be observed, so ``r`` stays as it was. An
+interval whose measured rates exceed a bottlenecked link's capacity by more than 10 %
+(a stale counter, an interval longer than Δt) is not a measurement of TCP's split: it
+is left out, and without any measurement nothing is capped.
 
 On the harness testbed, 001's TP1 asks for δ = 0.10 (8/12 against TCP's 10/10 Mbit/s)
 and app-aware lost 7.7 % to TCP there; TP2 and TP3 ask for 0.23 and 0.17 and gain
@@ -46,6 +50,8 @@ class HarmGuard:
         Each flow's rate measured in the last interval without caps.
     moved : float
         δ of the last decision (for the allocation log).
+    window : int
+        Uncapped intervals averaged into TCP's split ``r``.
     """
 
     margin_on: float = 0.12
@@ -53,7 +59,9 @@ class HarmGuard:
     capping: bool = False
     tcp_bps: np.ndarray | None = None
     moved: float = 0.0
+    window: int = 5
     decisions: list[bool] = field(default_factory=list)
+    samples: list[np.ndarray] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.margin_off <= self.margin_on < 1.0:
@@ -65,12 +73,19 @@ class HarmGuard:
         """Whether to enforce ``rates`` (``inf`` = uncapped) this interval, given each
         flow's rate ``measured_bps`` over the last interval and the bottlenecked
         links ``hot``."""
-        if not self.capping or self.tcp_bps is None:
-            self.tcp_bps = measured_bps.astype(float).copy()
+        on = hot[e.cols]
+        load = np.bincount(e.cols[on], weights=measured_bps[e.rows[on]], minlength=e.n_links)
+        plausible = not np.any(hot & (load > 1.1 * capacity))
+        if not self.capping and plausible:
+            self.samples = [*self.samples, measured_bps.astype(float)][-self.window:]
+            self.tcp_bps = np.mean(self.samples, axis=0)
+        if self.tcp_bps is None:  # no measurement of TCP's split yet: nothing to compare
+            self.moved = 0.0
+            self.decisions.append(False)
+            return False
         capped = np.isfinite(rates)
         x = np.where(capped, rates, self.tcp_bps)
         diff = np.abs(x - self.tcp_bps)
-        on = hot[e.cols]
         per_link = np.bincount(e.cols[on], weights=diff[e.rows[on]], minlength=e.n_links)
         with np.errstate(divide="ignore", invalid="ignore"):
             share = np.where(hot & (capacity > 0), per_link / (2.0 * capacity), 0.0)

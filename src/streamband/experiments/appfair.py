@@ -205,7 +205,7 @@ def run(out: Path, opts: Options, console: Console) -> Outcome:
     seconds = opts.seconds or TESTBED_SECONDS
     dt = sim_specs[0].sim.interval_s
     out.mkdir(parents=True, exist_ok=True)  # the testbed's logs go there
-    runner = backend("testbed").Runner(out, seconds=seconds, dt=dt, guard=opts.guard)
+    runner = backend("testbed").Runner(out, seconds=seconds, dt=dt, **opts.engine())
     done = execute(specs(Options(policy=opts.policy)), runner, console, repeat=opts.repeat)
     _annotate(done)
     rows = [r for d in done for r in d.rows]

@@ -73,9 +73,10 @@ class Options:
     ``full_trace`` (paper-004): the whole trace everywhere; ``policy``: the managed
     policy under test in place of the module's default (to check that checks fail);
     ``guard``: on a real backend, keep TCP's split unless an allocation moves enough
-    bandwidth to pay for metering it (:mod:`streamband.control.guard`); ``max_pending``
-    (storm): Storm's ``topology.max.spout.pending``, the tuples a spout task may have in
-    flight (``None``: the spouts paced open loop).
+    bandwidth to pay for metering it (:mod:`streamband.control.guard`; ``None``: the
+    backend's default); ``max_pending`` (storm): Storm's ``topology.max.spout.pending``,
+    the tuples a spout task may have in flight (0: the spouts paced open loop; ``None``:
+    the backend's default).
     """
 
     backend: str = "sim"
@@ -83,12 +84,13 @@ class Options:
     repeat: int = 1
     full_trace: bool = False
     policy: str | None = None
-    guard: bool = True
+    guard: bool | None = None
     max_pending: int | None = None
 
     def engine(self) -> dict[str, Any]:
-        """The stream engine's settings for a real backend's runner."""
-        return {} if self.max_pending is None else {"max_pending": self.max_pending}
+        """A real backend's runner settings given here (the others: its defaults)."""
+        given = {"guard": self.guard, "max_pending": self.max_pending}
+        return {k: v for k, v in given.items() if v is not None}
 
 
 @dataclass

@@ -167,15 +167,16 @@ def run(out: Path, opts: Options, console: Console) -> Outcome:
     sim = execute(specs(Options(policy=opts.policy)), backend("sim").Runner(), console)
     real_specs = [s.model_copy(update={"policies": ["tcp", policy]})
                   for s in specs(Options(policy=opts.policy))]
-    runner = backend(opts.backend).Runner(out, seconds=seconds, guard=opts.guard,
-                                         **opts.engine())
+    runner = backend(opts.backend).Runner(out, seconds=seconds, **opts.engine())
     done = execute(real_specs, runner, console, repeat=opts.repeat)
     short = {d.spec.app.name: tag for d, tag in zip(done, SPECS, strict=True)}
     cmp = compare_backends([r for d in done for r in d.rows],
                            [r for d in sim for r in d.rows], short, policy, opts.backend)
     intro.append(f"Each {opts.backend} run lasts {seconds:g} s ({opts.repeat} repetition(s), "
                  "medians; the policies' order alternates across repetitions), on the "
-                 "topologies of storm/ pinned to the testbed's hosts as placed by the spec.")
+                 "topologies of storm/ pinned to the testbed's hosts as placed by the spec, "
+                 "acking on, "
+                 f"topology.max.spout.pending {runner.max_pending or 'unbounded'}.")
     return publish(out, f"{TITLE}, {opts.backend}", done, cmp, console, intro,
                    extra={"sim_runs": [r for d in sim for r in d.rows]},
                    figures=lambda r: _figure_real(r, cmp, opts.backend))

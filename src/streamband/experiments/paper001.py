@@ -69,11 +69,16 @@ def _by(rows: Sequence[dict], **match: object) -> list[dict]:
     return [r for r in rows if all(r.get(k) == v for k, v in match.items())]
 
 
-def _tp(rows: Sequence[dict], **match: object) -> float:
+def _median(rows: Sequence[dict], key: str, **match: object) -> float | None:
     from statistics import median
 
-    found = [r["throughput_tps"] for r in _by(rows, **match)]
-    return median(found) if found else float("nan")
+    vals = [r[key] for r in _by(rows, **match) if r.get(key) is not None]
+    return float(median(vals)) if vals else None
+
+
+def _tp(rows: Sequence[dict], **match: object) -> float:
+    found = _median(rows, "throughput_tps", **match)
+    return float("nan") if found is None else found
 
 
 def compare(rows: Sequence[dict], policy: str = "appaware") -> Comparison:
@@ -155,6 +160,13 @@ def compare_backends(testbed: Sequence[dict], sim: Sequence[dict], policy: str =
                 else:
                     checks.append(Check(f"{pl}: {pol} no more than 2 % below tcp on {backend}",
                                         f"{gain:+.1f} %", gain >= -2.0))
+                lat, lat_tcp = (_median(testbed, "latency_s", placement=pl, policy=p)
+                                for p in (pol, "tcp"))
+                if lat is not None and lat_tcp is not None:
+                    change = 100.0 * (lat / lat_tcp - 1.0)
+                    checks.append(Check(f"{pl}: {pol}'s mean latency not above tcp's on "
+                                        f"{backend}", f"{change:+.1f} % ({lat_tcp:.2f} -> "
+                                        f"{lat:.2f} s)", change <= 0.0))
     tcp = {pl: _tp(testbed, placement=pl, policy="tcp") for pl in ("TP1", "TP2", "TP3")}
     eq = {pl: _tp(sim, placement=pl, policy="tcp") for pl in tcp}
     if backend == "testbed":  # the harness shares as TCP does: 001's equal split
@@ -195,19 +207,20 @@ def run(out: Path, opts: Options, console: Console) -> Outcome:
     real = real.model_copy(update={"policies": [
         p for p in real.policies if p in (*REAL_POLICIES, policy)]})
     sim = execute(sim_specs, backend("sim").Runner(), console)
-    runner = backend(opts.backend).Runner(out, seconds=seconds, guard=opts.guard,
-                                         **opts.engine())
+    runner = backend(opts.backend).Runner(out, seconds=seconds, **opts.engine())
     done = execute([real], runner, console, repeat=opts.repeat)
     cmp = compare_backends(done[0].rows, sim[0].rows, policy, opts.backend)
     what = {"testbed": "the fork-join harness in two Mininet hosts over real TCP through OVS "
                        "(userspace datapath)",
             "storm": "001's fork-join as an Apache Storm topology pinned to two Mininet "
-                     "hosts (one executor per worker), acking on"}[opts.backend]
+                     "hosts (one executor per worker), acking on, "
+                     "topology.max.spout.pending "
+                     f"{getattr(runner, 'max_pending', 0) or 'unbounded'}"}[opts.backend]
     intro = [f"Each {opts.backend} run lasts {seconds:g} s ({opts.repeat} repetition(s), "
              f"median and spread; the policies' order alternates across repetitions): {what}; "
              "meters pushed by the manager loop every Δt = 1 s"
              + (", caps only when an allocation moves at least 12 % of a bottleneck's capacity "
-                "from TCP's measured split (do no harm)" if opts.guard else ", no guard")
+                "from TCP's measured split (do no harm)" if runner.guard else ", no guard")
              + ". The simulator's runs of the same spec are in the comparison."]
     return publish(out, f"{TITLE}, {opts.backend}", done, cmp, console, intro,
                    extra={"sim_runs": sim[0].rows},

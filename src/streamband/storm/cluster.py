@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -354,18 +353,11 @@ def tagged_processes(tag: str) -> list[int]:
 
 
 def stop_tagged(tag: str, grace_s: float = 3.0) -> list[int]:
+    """Stop every process of the cluster ``tag`` (TERM, then KILL); returns their pids."""
+    from streamband.testbed.clean import terminate
+
     pids = tagged_processes(tag)
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for p in pids:
-            try:
-                os.kill(p, sig)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline and tagged_processes(tag):
-            time.sleep(0.1)
-        if not tagged_processes(tag):
-            break
+    terminate(pids, grace_s)
     return pids
 
 

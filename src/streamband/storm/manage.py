@@ -110,7 +110,7 @@ class ManagedTopology:
         return t
 
     def run(self, policy: str, seconds: float, dt: float = 1.0,
-            log: Path | None = None, input_queue: bool = True,
+            log: Path | None = None, input_queue: bool = False,
             on_step: Callable[[ControllerLinkStats], None] | None = None,
             guard: bool = False) -> dict[str, Any]:
         """``policy`` (``tcp`` = no meters, else an allocation policy) for ``seconds``;
@@ -140,6 +140,7 @@ class ManagedTopology:
             loop.on_step = lambda: on_step(linkstats)
         ports0 = {p["name"]: p for p in client.ports(fresh=True)}
         before = self.totals()
+        profiler.flow_state()  # the first interval starts with the loop, not at set-up
         loop.start()
         time.sleep(seconds)
         meters = client.meters()

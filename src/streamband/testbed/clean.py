@@ -16,7 +16,7 @@ from pathlib import Path
 from streamband.testbed import ovs
 from streamband.testbed.registry import MARK, RUN_DIR, STATE
 
-IFACE = re.compile(r"^(sb[hs]\d+-eth\d+)(@\S+)?$")
+IFACE = re.compile(r"^(sb[hs]\d+-eth\d+|sbm\d+)(@\S+)?$")  # sbm: a management link
 STORE = RUN_DIR / "swift"  # the Swift store's files (configs, devices, its state)
 
 
@@ -75,23 +75,30 @@ def leftovers() -> list[str]:
     return left
 
 
-def clean(stop_ovs: bool = True) -> list[str]:
-    """Remove everything the project started; returns what was removed."""
-    removed: list[str] = []
-    pids = marked_processes()
-    removed += [f"process {p}" for p in pids]
+def terminate(pids: list[int], grace_s: float = 1.0) -> list[int]:
+    """SIGTERM ``pids``, then SIGKILL those still alive after ``grace_s``; returns the
+    ones alive after that (zombies count as gone)."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for p in pids:
             try:
                 os.kill(p, sig)
             except ProcessLookupError:
                 pass
-        deadline = time.monotonic() + 1.0
+        deadline = time.monotonic() + grace_s
         while pids and time.monotonic() < deadline:
             pids = [p for p in pids if Path(f"/proc/{p}").exists() and not _zombie(p)]
             time.sleep(0.05)
         if not pids:
             break
+    return pids
+
+
+def clean(stop_ovs: bool = True) -> list[str]:
+    """Remove everything the project started; returns what was removed."""
+    removed: list[str] = []
+    pids = marked_processes()
+    removed += [f"process {p}" for p in pids]
+    terminate(pids)
     for b in ovs.project_bridges():
         ovs.vsctl("--if-exists", "del-br", b, check=False)
         removed.append(f"bridge {b}")

@@ -106,6 +106,10 @@ public final class Bench {
             values.merge(key, v, Math::max);
         }
 
+        public void set(String key, double v) {
+            values.put(key, v);
+        }
+
         /**
          * Counts {@code n} event-time latencies of {@code ms} milliseconds: cumulative counts
          * per bucket {@code lat_bNN}, bucket i holding [1.25^(i-1), 1.25^i) ms (bucket 0:

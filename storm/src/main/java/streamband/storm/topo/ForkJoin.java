@@ -18,7 +18,9 @@ import org.apache.storm.utils.TupleUtils;
 /**
  * 001's fork-join (Fig. 1a): source A sends 8 KB tuples to B and 4 KB tuples to C; B and
  * C send 6 KB and 3 KB tuples to D, which joins them 1:1 by id. Settings: {@code
- * bench.rate} (A's tuples per second), {@code bench.bytes.AB|AC|BD|CD}.
+ * bench.rate} (A's tuples per second), {@code bench.bytes.AB|AC|BD|CD}, {@code
+ * bench.replay} (1: A emits a failed tuple again, so nothing is lost to a failure; it
+ * reports {@code replayed} and {@code pending}, the tuples neither acked nor given up).
  */
 public final class ForkJoin {
     private ForkJoin() {
@@ -37,6 +39,8 @@ public final class ForkJoin {
 
     /** A: one id per tick of the pace, to B (stream b) and C (stream c), acked per stream. */
     public static class Source extends BaseRichSpout {
+        private final Map<Long, Object[]> pending = new HashMap<>();
+        private boolean replay;
         private SpoutOutputCollector out;
         private Bench.Pace pace;
         private Bench.Reporter rep;
@@ -51,6 +55,7 @@ public final class ForkJoin {
             rep = new Bench.Reporter(conf, "spout", ctx.getStormId(), ctx.getThisComponentId(), ctx.getThisTaskId());
             toB = Bench.payload((int) Bench.num(conf, "bench.bytes.AB", 8192), 1);
             toC = Bench.payload((int) Bench.num(conf, "bench.bytes.AC", 4096), 2);
+            replay = Bench.num(conf, "bench.replay", 0) > 0;
         }
 
         @Override
@@ -60,8 +65,15 @@ public final class ForkJoin {
                 return;
             }
             long ts = System.currentTimeMillis();
-            out.emit("b", new Values(id, ts, toB), id * 2);
-            out.emit("c", new Values(id, ts, toC), id * 2 + 1);
+            Values b = new Values(id, ts, toB);
+            Values c = new Values(id, ts, toC);
+            out.emit("b", b, id * 2);
+            out.emit("c", c, id * 2 + 1);
+            if (replay) {
+                pending.put(id * 2, new Object[] {"b", b});
+                pending.put(id * 2 + 1, new Object[] {"c", c});
+                rep.set("pending", pending.size());
+            }
             id++;
             rep.add("emitted", 2);
         }
@@ -69,11 +81,20 @@ public final class ForkJoin {
         @Override
         public void ack(Object msgId) {
             rep.add("acked", 1);
+            if (replay) {
+                pending.remove(msgId);
+                rep.set("pending", pending.size());
+            }
         }
 
         @Override
         public void fail(Object msgId) {
             rep.add("failed", 1);
+            Object[] again = replay ? pending.get(msgId) : null;
+            if (again != null) {
+                out.emit((String) again[0], (Values) again[1], msgId);
+                rep.add("replayed", 1);
+            }
         }
 
         @Override
