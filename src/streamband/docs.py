@@ -24,7 +24,8 @@ UNIT_HINTS = (("_mbps", "Mbit/s (10^6 bit/s)"), ("_s", "seconds"), ("_tps", "tup
 def _type(ann: Any) -> str:
     text = str(ann).replace("typing.", "").replace("NoneType", "None")
     for mod in ("streamband.model.app.", "streamband.experiments.spec.",
-                "streamband.model.network.", "streamband.testbed.spec."):
+                "streamband.model.network.", "streamband.testbed.spec.",
+                "streamband.backends.cluster.", "pathlib."):
         text = text.replace(mod, "")
     text = text.replace("<class '", "").replace("'>", "")
     return text
@@ -74,6 +75,7 @@ def model_table(model: type[BaseModel]) -> str:
 
 
 def spec_markdown() -> str:
+    from streamband.backends.cluster import ClusterConfig
     from streamband.experiments.spec import ExperimentSpec
     from streamband.testbed.spec import TestbedSpec
 
@@ -91,6 +93,11 @@ def spec_markdown() -> str:
               "or `fat_tree:k=4`. The network fields are those of an experiment's network "
               "(`NetworkSpec`); the testbed adds the control plane.", ""]
     parts += [model_table(m) for m in _models(TestbedSpec)]
+    parts += ["## Cluster config (`streamband manage --config cluster.yaml`)", "",
+              "The Storm cluster, the OpenFlow controller and the network between them, known "
+              "by their addresses; the topologies to manage and their policies; the service "
+              "(an example with every field explained is in the README).", ""]
+    parts += [model_table(m) for m in _models(ClusterConfig)]
     return "\n".join(parts)
 
 

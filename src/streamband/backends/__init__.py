@@ -21,6 +21,8 @@ BACKENDS: dict[str, tuple[str, str]] = {
                 "TCP, the traffic harness as the workload (root)"),
     "storm": ("streamband.backends.storm", "Apache Storm on the testbed's hosts, profiled by "
               "the engine itself (root, Java)"),
+    "cluster": ("streamband.backends.cluster", "a Storm cluster and an OpenFlow controller "
+                "known by their addresses, run as a service by `streamband manage`"),
 }
 
 

@@ -35,6 +35,18 @@ class PortRef:
     direction: str
 
 
+def port_rates(ports: list[dict[str, Any]], refs: list[PortRef]) -> np.ndarray:
+    """Each link's rate over the controller's last poll, bit/s (L2 bytes), from its port
+    counters (``ports``, as ``GET /v1/ports`` returns them); 0 where a port is missing."""
+    by_name = {(p["dpid"], p["name"]): p for p in ports}
+    used = np.zeros(len(refs))
+    for i, ref in enumerate(refs):
+        p = by_name.get((ref.dpid, ref.port))
+        if p is not None:
+            used[i] = p["rx_bps"] if ref.direction == "rx" else p["tx_bps"]
+    return used
+
+
 class ControllerLinkStats:
     """Allocatable capacities from the controller's 1-s port and flow counters."""
 
@@ -53,13 +65,7 @@ class ControllerLinkStats:
 
     def used_bps(self) -> np.ndarray:
         """Each link's rate over the last poll, bit/s (L2 bytes)."""
-        by_name = {(p["dpid"], p["name"]): p for p in self.client.ports()}
-        used = np.zeros(len(self.refs))
-        for i, ref in enumerate(self.refs):
-            p = by_name.get((ref.dpid, ref.port))
-            if p is not None:
-                used[i] = p["rx_bps"] if ref.direction == "rx" else p["tx_bps"]
-        return used
+        return port_rates(self.client.ports(), self.refs)
 
     def flow_bps(self) -> np.ndarray:
         """Each application flow's rate over the last poll (0 when not counted)."""

@@ -3,6 +3,7 @@ of the controller's HTTP API (:mod:`streamband.sdn.api`)."""
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -16,10 +17,12 @@ class ControllerError(PreconditionError):
 
 
 class ControllerClient:
-    """Calls on ``http://HOST:PORT/v1/...``; bearer ``token`` when given."""
+    """Calls on ``http://HOST:PORT/v1/...``; bearer ``token`` when given (default:
+    ``$STREAMBAND_API_TOKEN``, as the controller reads it)."""
 
     def __init__(self, address: str = "127.0.0.1:8181", token: str | None = None,
                  timeout: float = 10.0) -> None:
+        token = token if token is not None else os.environ.get("STREAMBAND_API_TOKEN") or None
         headers = {"authorization": f"Bearer {token}"} if token else {}
         self.http = httpx.Client(base_url=f"http://{address}", headers=headers, timeout=timeout)
 

@@ -16,35 +16,99 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+    start_http_server,
+)
 
 from streamband.control.manager import Allocation, Manager
 
+disable_created_metrics()  # no *_created series: every counter starts with the manager
+
+#: seconds; from a policy's tenth of a millisecond to a slow controller's seconds
+LATENCY_BUCKETS = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0, 3.0, 10.0)
+
 
 class ManagerMetrics:
-    """Prometheus metrics of one manager (own registry; served when ``port`` given)."""
+    """Prometheus metrics of one manager, in its own registry (served on ``port`` when
+    given). Names follow Prometheus's conventions: base units (seconds, bytes, bits per
+    second) in the name, ``_total`` on counters. An uncapped flow's rate is ``+Inf``."""
 
-    def __init__(self, port: int | None = None) -> None:
-        self.registry = CollectorRegistry()
-        self.steps = Counter("streamband_manager_steps", "allocations made",
-                             registry=self.registry)
-        self.errors = Counter("streamband_manager_errors", "failed steps",
-                              registry=self.registry)
-        self.optimizer = Histogram("streamband_optimizer_seconds", "time in the policy",
-                                   registry=self.registry,
-                                   buckets=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1))
-        self.rate = Gauge("streamband_flow_rate_bps", "allocated rate", ["flow"],
-                          registry=self.registry)
-        self.capacity = Gauge("streamband_link_allocatable_bps", "allocatable capacity",
-                              ["link"], registry=self.registry)
+    def __init__(self, port: int | None = None, addr: str = "127.0.0.1") -> None:
+        r = self.registry = CollectorRegistry()
+        self.allocations = Counter(
+            "streamband_allocations", "allocations made, by topology and decision (policy, "
+            "guard: TCP's split kept, the allocation moving too little; hold: the last safe "
+            "allocation kept, fail-open: every cap lifted)",
+            ["topology", "decision"], registry=r)
+        self.errors = Counter("streamband_errors", "failed steps and calls, by kind",
+                              ["kind"], registry=r)
+        self.rejected = Counter("streamband_rejected_samples", "profiler reports and flow "
+                                "states rejected as garbage (never enforced), by reason",
+                                ["reason"], registry=r)
+        self.policy_seconds = Histogram(
+            "streamband_policy_duration_seconds", "time in the allocation policy "
+            "(000 Algorithm 1)", ["topology"], registry=r, buckets=LATENCY_BUCKETS)
+        self.latency = Histogram(
+            "streamband_allocation_latency_seconds", "one allocation from observe to "
+            "enforced: profiler, link statistics, policies, the controller's reply",
+            registry=r, buckets=LATENCY_BUCKETS)
+        self.rate = Gauge("streamband_flow_rate_bits_per_second", "allocated rate of a flow "
+                          "(+Inf: uncapped)", ["topology", "flow"], registry=r)
+        self.measured = Gauge("streamband_flow_measured_bits_per_second", "a flow's rate "
+                              "measured by its counting rule", ["topology", "flow"], registry=r)
+        self.backlog = Gauge("streamband_flow_backlog_bytes", "a flow's sender or receiver "
+                             "backlog (000 §IV-A1)", ["topology", "flow", "side"], registry=r)
+        self.capacity = Gauge("streamband_link_allocatable_bits_per_second", "a link's "
+                              "allocatable capacity (000 §IV-A2)", ["link"], registry=r)
+        self.used = Gauge("streamband_link_used_bits_per_second", "a link's measured rate",
+                          ["link"], registry=r)
+        self.leases = Gauge("streamband_leases", "managed flows holding a lease on the "
+                            "controller, by state (capped, counted)", ["state"], registry=r)
+        self.expired = Gauge("streamband_controller_leases_expired", "leases the controller "
+                             "let run out since it started (fail-open events)", registry=r)
+        self.report_age = Gauge("streamband_profiler_report_age_seconds", "age of the newest "
+                                "flow report of a topology", ["topology"], registry=r)
+        self.throughput = Gauge("streamband_topology_throughput_tuples_per_second",
+                                "tuples per second at the sinks", ["topology"], registry=r)
+        self.app_latency = Gauge("streamband_topology_latency_seconds", "mean event-time "
+                                 "latency at the sinks", ["topology"], registry=r)
+        self.fail_open = Gauge("streamband_fail_open", "1 while a topology's flows are "
+                               "failed open (plain TCP)", ["topology"], registry=r)
+        self.controller_up = Gauge("streamband_controller_up", "1 when the controller "
+                                   "answered the last step", registry=r)
+        self._flows: dict[str, list[str]] = {}
         if port is not None:
-            start_http_server(port, addr="127.0.0.1", registry=self.registry)
+            start_http_server(port, addr=addr, registry=r)
 
-    def observe(self, alloc: Allocation, capacity: np.ndarray) -> None:
-        self.steps.inc()
-        self.optimizer.observe(alloc.optimizer_s)
-        for i, r in enumerate(alloc.rates_bps):
-            self.rate.labels(str(i)).set(float(r) if np.isfinite(r) else -1.0)
+    def flows(self, topology: str, names: list[str]) -> None:
+        """The flows of ``topology`` are now ``names`` (a remap drops the old series)."""
+        for old in self._flows.get(topology, []):
+            if old in names:
+                continue
+            for g in (self.rate, self.measured):
+                try:
+                    g.remove(topology, old)
+                except KeyError:
+                    pass
+            for side in ("sender", "receiver"):
+                try:
+                    self.backlog.remove(topology, old, side)
+                except KeyError:
+                    pass
+        self._flows[topology] = list(names)
+
+    def observe(self, alloc: Allocation, capacity: np.ndarray, topology: str = "",
+                names: list[str] | None = None, decision: str = "policy") -> None:
+        names = names or [str(i) for i in range(len(alloc.rates_bps))]
+        self.allocations.labels(topology, decision).inc()
+        self.policy_seconds.labels(topology).observe(alloc.optimizer_s)
+        for name, r in zip(names, alloc.rates_bps, strict=True):
+            self.rate.labels(topology, name).set(float(r))
         for i, c in enumerate(capacity):
             self.capacity.labels(str(i)).set(float(c))
 
@@ -105,7 +169,7 @@ class LiveLoop:
         try:
             alloc = self.manager.step(time.time())
         except Exception as exc:  # a failed step must not stop the loop; leases cover it
-            self.metrics.errors.inc()
+            self.metrics.errors.labels("step").inc()
             self.errors.append(f"{type(exc).__name__}: {exc}")
             return None
         state = self.manager.profiler.last if hasattr(self.manager.profiler, "last") else None

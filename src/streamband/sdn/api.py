@@ -8,14 +8,14 @@ server is bound to another address.
 from __future__ import annotations
 
 import math
-import secrets
 import time
 from typing import Any
 
-from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi import Depends, FastAPI, HTTPException
 from pydantic import BaseModel, Field, model_validator
 
 from streamband.sdn.app import EnforcerError, StreambandApp
+from streamband.sdn.auth import bearer_auth
 from streamband.sdn.flowkey import FlowKey
 
 
@@ -79,12 +79,7 @@ def create_api(osken: StreambandApp, token: str | None = None) -> FastAPI:
     api = FastAPI(title="streamband controller", version="1",
                   description="Bandwidth enforcer and link statistics (paper 000 §V-B)")
 
-    def auth(request: Request) -> None:
-        if token is None:
-            return
-        got = request.headers.get("authorization", "")
-        if not secrets.compare_digest(got, f"Bearer {token}"):
-            raise HTTPException(401, "bearer token required")
+    auth = bearer_auth(token)
 
     def run(fn: Any, *args: Any) -> Any:
         try:

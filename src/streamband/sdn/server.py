@@ -11,8 +11,7 @@ import logging
 import threading
 
 from streamband.errors import OptionError
-
-LOOPBACK = ("127.0.0.1", "::1", "localhost")
+from streamband.sdn.auth import LOOPBACK
 
 
 class ListenError(OptionError):

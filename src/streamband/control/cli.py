@@ -1,0 +1,27 @@
+"""``streamband manage --config cluster.yaml``: the manager as a service
+(:mod:`streamband.control.service`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def manage(
+    config: Path = typer.Option(..., "--config", help="cluster.yaml: the Storm cluster, the "
+                                "controller, the network, the topologies and their policies"),
+    check: bool = typer.Option(False, help="check the config and exit"),
+) -> None:
+    """Run the manager as a service against a Storm cluster and an OpenFlow controller
+    (dashboard, API and /metrics at manager.listen)."""
+    from streamband.backends.cluster import load_config
+    from streamband.control.service import Service, serve
+
+    cfg = load_config(config)
+    if check:
+        Service.check(cfg)
+        typer.echo(f"{config}: {len(cfg.topologies)} topologies, "
+                   f"{len(cfg.network.hosts)} hosts, {len(cfg.network.switches)} switches")
+        return
+    serve(cfg)
