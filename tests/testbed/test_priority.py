@@ -2,19 +2,21 @@
 8-level strict priority scheduler; 004's coflow priorities): two iperf3 TCP
 flows share one 20 Mbit/s bottleneck port, each asking for 14 Mbit/s; the one in
 the higher class gets what it asks, the other the rest; swapping the classes
-online swaps the shares."""
+online swaps the shares. A backlogged low class leaves the switch's shared send
+buffer mostly empty (its backlog waits in its own short leaf queue)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import time
 
 import pytest
 
 from streamband.control.api_client import ControllerClient, ControllerError
-from streamband.sdn.priority import link_rate_bps
+from streamband.sdn.priority import CLASSES, DEFAULT_CLASS, LEAF_LIMIT_PKTS, link_rate_bps
 from streamband.testbed.network import Testbed
 from streamband.testbed.spec import load_spec
 
@@ -140,3 +142,59 @@ def test_class_leases_expire_to_plain_sharing(cleanup):
 def _tc_classes(dev: str) -> list[str]:
     out = subprocess.run(["tc", "class", "show", "dev", dev], capture_output=True, text=True)
     return [ln for ln in out.stdout.splitlines() if ln.startswith("class htb")]
+
+
+def _send_buffer() -> tuple[int, int]:
+    """Bytes queued in, and the size of, the AF_PACKET socket through which the
+    userspace datapath sends on every port (ifindex 0, ``ss`` skmem ``t``/``tb``)."""
+    out = subprocess.run(["ss", "-0", "-m", "-H", "-p"], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        if "[0]:*" in line and "ovs-vswitchd" in line:
+            m = re.search(r"\bt(\d+),tb(\d+)", line)
+            if m:
+                return int(m.group(1)), int(m.group(2))
+    raise AssertionError(f"no ovs-vswitchd packet socket in ss:\n{out}")
+
+
+def test_low_class_backlog_waits_in_its_leaf_not_in_the_send_buffer(cleanup):
+    """Four unpaced TCP flows in the lowest class beside one paced flow in the
+    highest: the low class's backlog waits in its own short leaf queue, so the switch's
+    shared send buffer (which every class's packets pass before tc's priority acts)
+    stays mostly empty, and the high class gets its rate (see sdn/priority.py)."""
+    spec = load_spec(SPEC)
+    with Testbed(spec) as tb:
+        client = ControllerClient(spec.api)
+        client.wait_ready(1)
+        port = tb.switch_port("w3")
+        high = {"src_ip": tb.ip("w1"), "dst_ip": tb.ip("w3"), "dst_port": 5201}
+        client.put_classes([{"flow": high, "cls": 0, "port": port}], lease_s=60)
+        server = tb.popen("w3", ["iperf3", "-s", "-1", "-J", "-p", "5201"],
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        tb.popen("w3", ["iperf3", "-s", "-p", "5202"], stdout=subprocess.DEVNULL,
+                 stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+        tb.popen("w2", ["iperf3", "-c", tb.ip("w3"), "-p", "5202", "-P", "4", "-t",
+                        str(SECONDS + 1)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(1.0)  # the low class's backlog builds first
+        tb.popen("w1", ["iperf3", "-c", tb.ip("w3"), "-p", "5201", "-t", str(SECONDS - 2),
+                        "--fq-rate", f"{ASK_MBPS}M"],
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(2.0)
+        used, size = [], 0
+        t_end = time.monotonic() + SECONDS - 6
+        while time.monotonic() < t_end:
+            t, size = _send_buffer()
+            used.append(t)
+            time.sleep(0.2)
+        out, _ = server.communicate(timeout=SECONDS + 20)
+        got = _mean(json.loads(out)["intervals"], 2.0, SECONDS - 2)
+        sent = client.class_bytes(port)
+        half = sorted(used)[len(used) // 2]
+        print(f"\nhigh class {got:.2f} Mbit/s of {ASK_MBPS}; send buffer median {half} of "
+              f"{size} B, max {max(used)}; class bytes {sent}")
+        assert sent[DEFAULT_CLASS] > 1e6  # the low flows were there, in the lowest class
+        assert got > 0.85 * ASK_MBPS, got
+        assert half < 0.25 * size, (half, size)
+        leaves = subprocess.run(["tc", "qdisc", "show", "dev", port], capture_output=True,
+                                text=True).stdout
+        assert leaves.count(f"limit {LEAF_LIMIT_PKTS}p") == CLASSES, leaves
