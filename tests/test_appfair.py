@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamband.alloc.appfair import (
+    EQUAL_PART,
     app_jain,
     appfair,
     displace_starved,
@@ -20,6 +21,7 @@ from streamband.alloc.appfair import (
     group,
     hierarchical,
     jain_index,
+    metered_apps,
     params_of,
 )
 from streamband.alloc.base import UPLINK, AllocProblem, FlowState
@@ -161,7 +163,18 @@ def test_hierarchical_divides_each_share_inside_its_application():
     d = hierarchical(p)
     assert d.classes.tolist() == [0, 0, 0]  # nothing moved yet: one group
     # max-min in the class gives each flow 4 Mbit/s: app 1 has 8, split 3:1 by App-aware
-    assert d.rates / 1e6 == pytest.approx([4.0, 6.0, 2.0])
+    # (6, 2) and mixed with the equal split (4, 4) at EQUAL_PART = 1/4
+    assert EQUAL_PART == 0.25
+    assert d.rates / 1e6 == pytest.approx([4.0, 5.5, 2.5])
+
+
+def test_only_applications_without_a_class_above_on_their_links_are_metered():
+    # link 0: app 0 (class 0) and app 1 (class 1); link 1: app 2 (class 1) alone
+    routing = sp.csr_matrix(np.array([[1, 0], [1, 0], [0, 1]]))
+    classes, apps = np.array([0, 1, 1]), np.array([0, 1, 2])
+    assert metered_apps(routing, classes, apps, 3).tolist() == [True, False, True]
+    # one class everywhere: every application divides its own share
+    assert metered_apps(routing, np.zeros(3, int), apps, 3).tolist() == [True, True, True]
 
 
 def test_jain_index_and_fair_shares():
