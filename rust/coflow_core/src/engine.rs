@@ -78,19 +78,33 @@ pub struct Level {
     /// rate x flows summed over the slot's groups, with its rounding error (usage_lo)
     pub usage: Vec<f64>,
     pub usage_lo: Vec<f64>,
+    /// aalo: the last fill of this level in each pass (`fill.rs`)
+    pub memo: [Memo; 2],
+}
+
+/// A level's fill as a function of its input: the capacity left on each of its links
+/// before (`inp`, by slot) and after (`out`) the fill, and the groups it served with
+/// their rates, in the fill's order. Valid while the level's groups do not change.
+#[derive(Default)]
+pub struct Memo {
+    pub valid: bool,
+    pub inp: Vec<f64>,
+    pub out: Vec<f64>,
+    pub served: Vec<(u32, f64)>,
 }
 
 impl Level {
     /// An empty stand-in while a level is borrowed out of the list.
     pub fn placeholder() -> Self {
         Level { key: 0, groups: Vec::new(), dirty: false, lslot: Vec::new(), links: Vec::new(),
-                lgroups: Vec::new(), lw: Vec::new(), usage: Vec::new(), usage_lo: Vec::new() }
+                lgroups: Vec::new(), lw: Vec::new(), usage: Vec::new(), usage_lo: Vec::new(),
+                memo: Default::default() }
     }
 
     fn new(key: u64, n_links: usize) -> Self {
         Level { key, groups: Vec::new(), dirty: true, lslot: vec![NONE; n_links],
                 links: Vec::new(), lgroups: Vec::new(), lw: Vec::new(), usage: Vec::new(),
-                usage_lo: Vec::new() }
+                usage_lo: Vec::new(), memo: Default::default() }
     }
 
     /// Add `x` to the slot's usage (compensated: the error stays one rounding).

@@ -254,6 +254,14 @@ impl Sim {
                 self.qmask[lk as usize] |= 1 << q;
             }
         }
+        for &lv in &order {
+            let lvl = &mut self.lv[lv as usize];
+            if lvl.dirty {
+                lvl.dirty = false;
+                lvl.memo[0].valid = false;
+                lvl.memo[1].valid = false;
+            }
+        }
         self.epoch = self.epoch.wrapping_add(1);
         let ep = self.epoch;
         let wq = |q: usize, k: usize| (k - q) as f64;
@@ -279,15 +287,12 @@ impl Sim {
             while i < order.len()
                 && (self.lv[order[i] as usize].key / nc).min(kk - 1) as usize == q
             {
-                let cand = self.served_groups(order[i] as usize);
-                self.water_fill(&cand, false);
-                for &g in &cand {
-                    let r = self.fill_out[g as usize];
-                    if r > 0.0 {
-                        self.rate1[g as usize] = r;
-                        self.gh[g as usize].epoch = ep;
-                        pos1.push(g);
-                    }
+                let l = order[i] as usize;
+                self.fill_memo(l, 0);
+                for &(g, r) in &self.lv[l].memo[0].served {
+                    self.rate1[g as usize] = r;
+                    self.gh[g as usize].epoch = ep;
+                    pos1.push(g);
                 }
                 i += 1;
             }
@@ -313,15 +318,8 @@ impl Sim {
         let mut pos: Vec<u32> = pos1;
         let mut rate2: Vec<(u32, f64)> = Vec::new();
         for &lv in &order {
-            let cand = self.served_groups(lv as usize);
-            self.water_fill(&cand, false);
-            for &g in &cand {
-                let r = self.fill_out[g as usize];
-                if r > 0.0 {
-                    rate2.push((g, r));
-                }
-            }
-            self.lv[lv as usize].dirty = false;
+            self.fill_memo(lv as usize, 1);
+            rate2.extend_from_slice(&self.lv[lv as usize].memo[1].served);
         }
         // new rates: pass 1 + pass 2 for the groups served now, 0 for the others
         for &(g, r) in &rate2 {
@@ -346,6 +344,39 @@ impl Sim {
         }
         self.served = pos;
         self.lorder = order;
+    }
+
+    /// Fill level `l` in pass `k` within `self.resid` (reduced in place), or replay its
+    /// last fill in that pass when its groups and the capacity left on its links are
+    /// the same (bit for bit): the fill is a function of exactly those, so the replay
+    /// gives what a fill would (SimGrid's selective update, per level).
+    fn fill_memo(&mut self, l: usize, k: usize) {
+        let lvl = &self.lv[l];
+        let m = &lvl.memo[k];
+        if m.valid
+            && lvl.links.iter().zip(&m.inp).all(|(&lk, &x)| self.resid[lk as usize].to_bits() == x.to_bits())
+        {
+            for (&lk, &x) in lvl.links.iter().zip(&m.out) {
+                self.resid[lk as usize] = x;
+            }
+            return;
+        }
+        let mut m = std::mem::take(&mut self.lv[l].memo[k]);
+        m.inp.clear();
+        m.inp.extend(self.lv[l].links.iter().map(|&lk| self.resid[lk as usize]));
+        let cand = self.served_groups(l);
+        self.water_fill(&cand, false);
+        m.served.clear();
+        for &g in &cand {
+            let r = self.fill_out[g as usize];
+            if r > 0.0 {
+                m.served.push((g, r));
+            }
+        }
+        m.out.clear();
+        m.out.extend(self.lv[l].links.iter().map(|&lk| self.resid[lk as usize]));
+        m.valid = true;
+        self.lv[l].memo[k] = m;
     }
 
     /// Level `l`'s groups whose last link (their receiver's) has capacity left: the
