@@ -78,19 +78,35 @@ pub struct Level {
     /// rate x flows summed over the slot's groups, with its rounding error (usage_lo)
     pub usage: Vec<f64>,
     pub usage_lo: Vec<f64>,
+    /// aalo: the last fill of this level in each pass (`fill.rs`), and the groups it
+    /// served then, in the order their rates were set
+    pub memo: [Memo; 2],
+    pub pos: Vec<u32>,
+}
+
+/// A level's fill as a function of its input: the capacity left on each of its links
+/// before (`inp`, by slot) and after (`out`) the fill, and the groups it served with
+/// their rates, in the fill's order. Valid while the level's groups do not change.
+#[derive(Default)]
+pub struct Memo {
+    pub valid: bool,
+    pub inp: Vec<f64>,
+    pub out: Vec<f64>,
+    pub served: Vec<(u32, f64)>,
 }
 
 impl Level {
     /// An empty stand-in while a level is borrowed out of the list.
     pub fn placeholder() -> Self {
         Level { key: 0, groups: Vec::new(), dirty: false, lslot: Vec::new(), links: Vec::new(),
-                lgroups: Vec::new(), lw: Vec::new(), usage: Vec::new(), usage_lo: Vec::new() }
+                lgroups: Vec::new(), lw: Vec::new(), usage: Vec::new(), usage_lo: Vec::new(),
+                memo: Default::default(), pos: Vec::new() }
     }
 
     fn new(key: u64, n_links: usize) -> Self {
         Level { key, groups: Vec::new(), dirty: true, lslot: vec![NONE; n_links],
                 links: Vec::new(), lgroups: Vec::new(), lw: Vec::new(), usage: Vec::new(),
-                usage_lo: Vec::new() }
+                usage_lo: Vec::new(), memo: Default::default(), pos: Vec::new() }
     }
 
     /// Add `x` to the slot's usage (compensated: the error stays one rounding).
@@ -262,8 +278,6 @@ pub struct Sim {
     pub qmask: Vec<u32>,
     pub used: Vec<f64>,
     pub rate1: Vec<f64>,
-    /// aalo: groups with a positive rate after the last fill
-    pub served: Vec<u32>,
     /// per link, whether it ends some path (a receiver's link); per path, its last link
     pub is_last: Vec<bool>,
     pub path_last: Vec<u32>,
@@ -390,7 +404,6 @@ impl Sim {
             qmask: vec![0; nl],
             used: vec![0.0; nl],
             rate1: Vec::new(),
-            served: Vec::new(),
             is_last: vec![false; nl],
             path_last: Vec::new(),
             work: vec![0.0; nl],
@@ -557,6 +570,7 @@ impl Sim {
         lvl.usage.clear();
         lvl.usage_lo.clear();
         lvl.groups.clear();
+        lvl.pos.clear();
         let pos = self.lorder.iter().position(|&x| x as usize == l).unwrap();
         self.lorder.remove(pos);
         self.free_l.push(l as u32);

@@ -254,10 +254,18 @@ impl Sim {
                 self.qmask[lk as usize] |= 1 << q;
             }
         }
+        for &lv in &order {
+            let lvl = &mut self.lv[lv as usize];
+            if lvl.dirty {
+                lvl.dirty = false;
+                lvl.memo[0].valid = false;
+                lvl.memo[1].valid = false;
+            }
+        }
         self.epoch = self.epoch.wrapping_add(1);
         let ep = self.epoch;
         let wq = |q: usize, k: usize| (k - q) as f64;
-        let mut pos1: Vec<u32> = Vec::new();
+        let mut hit = vec![false; self.lv.len()];
         // pass 1: each queue inside its weighted share of every link
         let mut i = 0;
         while i < order.len() {
@@ -279,29 +287,23 @@ impl Sim {
             while i < order.len()
                 && (self.lv[order[i] as usize].key / nc).min(kk - 1) as usize == q
             {
-                let cand = self.served_groups(order[i] as usize);
-                self.water_fill(&cand, false);
-                for &g in &cand {
-                    let r = self.fill_out[g as usize];
-                    if r > 0.0 {
-                        self.rate1[g as usize] = r;
-                        self.gh[g as usize].epoch = ep;
-                        pos1.push(g);
-                    }
-                }
+                let l = order[i] as usize;
+                hit[l] = self.fill_memo(l, 0);
                 i += 1;
             }
         }
         for l in 0..nl {
             self.used[l] = 0.0;
         }
-        for &g in &pos1 {
-            let g = g as usize;
-            let r = self.rate1[g] * self.gh[g].n as f64;
-            let p = self.gh[g].path as usize;
-            for &lk in &self.inp.plinks[p * w..p * w + w] {
-                if lk != NONE {
-                    self.used[lk as usize] += r;
+        for &lv in &order {
+            for &(g, r1) in &self.lv[lv as usize].memo[0].served {
+                let g = g as usize;
+                let r = r1 * self.gh[g].n as f64;
+                let p = self.gh[g].path as usize;
+                for &lk in &self.inp.plinks[p * w..p * w + w] {
+                    if lk != NONE {
+                        self.used[lk as usize] += r;
+                    }
                 }
             }
         }
@@ -310,42 +312,82 @@ impl Sim {
             let r = self.inp.cap[l] - self.used[l];
             self.resid[l] = if r < SNAP { 0.0 } else { r };
         }
-        let mut pos: Vec<u32> = pos1;
-        let mut rate2: Vec<(u32, f64)> = Vec::new();
         for &lv in &order {
-            let cand = self.served_groups(lv as usize);
-            self.water_fill(&cand, false);
-            for &g in &cand {
-                let r = self.fill_out[g as usize];
-                if r > 0.0 {
-                    rate2.push((g, r));
-                }
-            }
-            self.lv[lv as usize].dirty = false;
+            let h = self.fill_memo(lv as usize, 1);
+            hit[lv as usize] &= h;
         }
-        // new rates: pass 1 + pass 2 for the groups served now, 0 for the others
-        for &(g, r) in &rate2 {
-            let gu = g as usize;
-            if self.gh[gu].epoch != ep {
-                self.gh[gu].epoch = ep;
-                self.rate1[gu] = 0.0;
+        // new rates: pass 1 + pass 2 for the groups served now, 0 for the others; a
+        // level whose two fills were replayed keeps its rates (one owner per level:
+        // each owner's rate changes are applied in the same order as a full pass)
+        for &lv in &order {
+            let l = lv as usize;
+            if hit[l] {
+                continue;
+            }
+            let mut pos = std::mem::take(&mut self.lv[l].pos);
+            let old = pos.clone();
+            pos.clear();
+            for &(g, r) in &self.lv[l].memo[0].served {
+                self.rate1[g as usize] = r;
+                self.gh[g as usize].epoch = ep;
                 pos.push(g);
             }
-            self.rate1[gu] += r;
+            for &(g, r) in &self.lv[l].memo[1].served {
+                let gu = g as usize;
+                if self.gh[gu].epoch != ep {
+                    self.gh[gu].epoch = ep;
+                    self.rate1[gu] = 0.0;
+                    pos.push(g);
+                }
+                self.rate1[gu] += r;
+            }
+            for &g in &old {
+                let gu = g as usize;
+                if self.gh[gu].epoch != ep && self.g_lpos[gu] != NONE {
+                    self.set_rate(gu, 0.0, t);
+                }
+            }
+            for &g in &pos {
+                let gu = g as usize;
+                self.set_rate(gu, self.rate1[gu], t);
+            }
+            self.lv[l].pos = pos;
         }
-        let old = std::mem::take(&mut self.served);
-        for &g in &old {
-            let gu = g as usize;
-            if self.gh[gu].epoch != ep && self.g_lpos[gu] != NONE {
-                self.set_rate(gu, 0.0, t);
+        self.lorder = order;
+    }
+
+    /// Fill level `l` in pass `k` within `self.resid` (reduced in place), or replay its
+    /// last fill in that pass when its groups and the capacity left on its links are
+    /// the same (bit for bit): the fill is a function of exactly those, so the replay
+    /// gives what a fill would (SimGrid's selective update, per level).
+    fn fill_memo(&mut self, l: usize, k: usize) -> bool {
+        let lvl = &self.lv[l];
+        let m = &lvl.memo[k];
+        if m.valid
+            && lvl.links.iter().zip(&m.inp).all(|(&lk, &x)| self.resid[lk as usize].to_bits() == x.to_bits())
+        {
+            for (&lk, &x) in lvl.links.iter().zip(&m.out) {
+                self.resid[lk as usize] = x;
+            }
+            return true;
+        }
+        let mut m = std::mem::take(&mut self.lv[l].memo[k]);
+        m.inp.clear();
+        m.inp.extend(self.lv[l].links.iter().map(|&lk| self.resid[lk as usize]));
+        let cand = self.served_groups(l);
+        self.water_fill(&cand, false);
+        m.served.clear();
+        for &g in &cand {
+            let r = self.fill_out[g as usize];
+            if r > 0.0 {
+                m.served.push((g, r));
             }
         }
-        for &g in &pos {
-            let gu = g as usize;
-            self.set_rate(gu, self.rate1[gu], t);
-        }
-        self.served = pos;
-        self.lorder = order;
+        m.out.clear();
+        m.out.extend(self.lv[l].links.iter().map(|&lk| self.resid[lk as usize]));
+        m.valid = true;
+        self.lv[l].memo[k] = m;
+        false
     }
 
     /// Level `l`'s groups whose last link (their receiver's) has capacity left: the
