@@ -236,6 +236,8 @@ def metered_apps(routing: sp.spmatrix | sp.sparray, classes: np.ndarray, apps: n
     what it offers): a cap from that guess held 0.0-0.1 Mbit/s for Δt on the testbed
     while the class above used 7.9 of 20 Mbit/s."""
     on = sp.csr_matrix(sp.csr_matrix(routing) != 0, dtype=float)  # (F, L) crosses
+    if 0 in on.shape:  # no flow or no link: no class above anyone
+        return np.ones(n_apps, bool)
     rank = CLASSES - np.asarray(classes, float)  # 8 for class 0 ... 1 for class 7
     top = sp.csr_matrix(on.multiply(rank[:, None])).max(axis=0).toarray().ravel()
     highest_met = sp.csr_matrix(on.multiply(top[None, :])).max(axis=1).toarray().ravel()
@@ -279,6 +281,8 @@ def equal_split(routing: sp.spmatrix | sp.sparray, capacity: np.ndarray) -> np.n
     """(F,) each flow's equal part of every link it crosses, the least of them: a split
     that never overfills a link of ``capacity``."""
     on = sp.csr_matrix(sp.csr_matrix(routing) != 0, dtype=float)  # (F, L) crosses
+    if 0 in on.shape:  # no flow, or flows that cross no link
+        return np.zeros(on.shape[0])
     n = np.maximum(np.asarray(on.sum(axis=0)).ravel(), 1.0)
     with np.errstate(divide="ignore"):
         per_bit = n / np.asarray(capacity, float)  # flows per bit/s; inf: no capacity
