@@ -162,12 +162,33 @@ def test_tc_lease_fails_open(store):
         enf.enforce(Plan(Share(5e6, 5e6), Share(3e6, 3e6)))
         shaped = [p for p in enf.ports]
         assert all(set(class_bytes(p)) == {"1", "10", "20", "30"} for p in shaped)
+        # a borrowing plan, recovery first in line: rate, ceil and prio as planned
+        enf.enforce(Plan(Share(5e6, 8e6), Share(3e6, 8e6), first="recovery"))
+        for p in shaped:
+            cls = _classes(p)
+            assert cls["10"] == ("5Mbit", "8Mbit", "1"), cls
+            assert cls["20"] == ("3Mbit", "8Mbit", "0"), cls
         time.sleep(1.6)  # no renewal: the loop "died"
         assert all(set(class_bytes(p)) == {"1"} for p in shaped)
         status = json.loads(enf.status_file.read_text())
         assert status["expired"] == 1 and status["shaped"] == []
     finally:
         enf.close()
+
+
+def _classes(p) -> dict[str, tuple[str, str, str]]:
+    """``tc class show``'s (rate, ceil, prio) per HTB class minor id on ``p``."""
+    cmd = ["tc", "class", "show", "dev", p.dev]
+    if p.netns_pid is not None:
+        cmd = ["mnexec", "-a", str(p.netns_pid), *cmd]
+    out = {}
+    for line in subprocess.run(cmd, capture_output=True, text=True, check=True
+                               ).stdout.splitlines():
+        w = line.split()
+        if w[:2] == ["class", "htb"] and "rate" in w:
+            out[w[2].split(":")[1]] = (w[w.index("rate") + 1], w[w.index("ceil") + 1],
+                                       w[w.index("prio") + 1] if "prio" in w else "")
+    return out
 
 
 def test_meter_lease_fails_open(store):
@@ -182,6 +203,14 @@ def test_meter_lease_fails_open(store):
         user = [m for m in meters if OBJECT_PORT in (m["flow"]["dst_port"],
                                                      m["flow"]["src_port"])]
         assert len(user) == 6 and {m["rate_bps"] for m in user} == {5e6}
+        # borrowing classes, clients first: meters cannot lend, so the clients keep
+        # their ceiling (the link: no cap) and recovery is held to its guarantee
+        enf.enforce(Plan(Share(5e6, 8e6), Share(3e6, 8e6)))
+        meters = client.meters()
+        assert {m["rate_bps"] for m in meters
+                if m["flow"]["dst_port"] in (RSYNC_PORT, REPLICATION_PORT)} == {1.5e6}
+        assert {m["rate_bps"] for m in meters
+                if OBJECT_PORT in (m["flow"]["dst_port"], m["flow"]["src_port"])} == {None}
         time.sleep(1.6)
         assert client.meters() == []
     finally:
@@ -205,7 +234,10 @@ def test_bwman_loop_manages_the_store(store):
     assert res.requests["served"] > 0.7 * res.requests["issued"] > 100
     plans = [s["plan"] for s in res.steps if s["t"] <= 24]
     assert len(plans) >= 20 and all(p is not None for p in plans)
-    assert all(p["user_bps"] + p["recovery_bps"] == pytest.approx(LINK_MBPS * 1e6)
+    assert all(p["user_rate_bps"] + p["recovery_rate_bps"] == pytest.approx(LINK_MBPS * 1e6)
+               for p in plans)
+    # the classes borrow (the default): each may use the whole quota
+    assert all(p["user_bps"] == p["recovery_bps"] == pytest.approx(LINK_MBPS * 1e6)
                for p in plans)
     after = [s for s in res.steps if 6 < s["t"] <= 20]
     assert any(s["recovering"] for s in after)  # the failure at 3 s was seen

@@ -14,7 +14,10 @@ Policies are pure functions ``(BwmanState, Models, Params) -> Plan | None``:
 
 - ``bwman``: the bandwidth each service needs from the models; when the quota
   cannot cover both, the trade-off policy decides (002 §IV-B; user-centric first
-  by default, as in 002 §V-F);
+  by default, as in 002 §V-F). The plan's rates are guarantees; with ``borrow``
+  (the default) each class may also use what the other leaves, the side served
+  first by the trade-off policy first in line (HTB ``ceil`` = quota, ``prio``),
+  where 002's token buckets are hard (``borrow=False``: ceil = rate);
 - ``none``: no management (None: plain sharing of the link);
 - ``static``: a fixed split of the quota.
 """
@@ -135,6 +138,7 @@ class Plan:
     need_user_bps: float = math.nan
     need_recovery_bps: float = math.nan
     traded_off: bool = False
+    first: str = "user"  # the class that borrows first ("user" | "recovery")
 
 
 @dataclass(frozen=True)
@@ -148,15 +152,21 @@ class Params:
     user_floor_bps: float = 0.5e6
     recovery_floor_bps: float = 0.5e6
     static_user_share: float = 0.5
+    borrow: bool = True  # work-conserving classes (see the module doc); False: 002's hard buckets
 
 
 Policy = Callable[[BwmanState, "Models | None", Params], "Plan | None"]
 
 
-def _split(quota: float, user: float, need_u: float, need_r: float, traded: bool) -> Plan:
+def _split(quota: float, user: float, need_u: float, need_r: float, traded: bool,
+           borrow: bool = False, first: str = "user") -> Plan:
+    """``user`` guaranteed to the clients, the rest to recovery; each capped at its
+    guarantee, or at the quota when the classes ``borrow``."""
     user = min(max(user, 0.0), quota)
     rec = quota - user
-    return Plan(Share(user, user), Share(rec, rec), need_u, need_r, traded)
+    if borrow:
+        return Plan(Share(user, quota), Share(rec, quota), need_u, need_r, traded, first)
+    return Plan(Share(user, user), Share(rec, rec), need_u, need_r, traded, first)
 
 
 def bwman(state: BwmanState, models: Models | None, p: Params) -> Plan:
@@ -167,21 +177,25 @@ def bwman(state: BwmanState, models: Models | None, p: Params) -> Plan:
     with ``margin`` head-room. System-centric need: eq. (2) inverted at the speed
     that keeps up with the failure rate and restores the missing data within the
     horizon. When both fit, the spare goes to recovery while data is missing (it
-    finishes sooner), else to the clients."""
+    finishes sooner), else to the clients. With ``p.borrow`` these are guarantees
+    and either class may use the other's unused part (see the module doc)."""
     if models is None:
         raise ValueError("bwman: needs fitted models")
     q = state.quota_bps
+    first = "recovery" if p.tradeoff == "system-first" else "user"
     want_ops = state.slo_ops + state.backlog_ops / p.catchup_s
     need_u = max(p.user_floor_bps, models.user.inverse(want_ops) * 1e6 * (1.0 + p.margin))
     if not state.recovering:
-        return _split(q, q - p.recovery_floor_bps, need_u, 0.0, False)
+        return _split(q, q - p.recovery_floor_bps, need_u, 0.0, False, p.borrow, first)
     speed = state.failure_mbs + state.missing_mb / p.recovery_horizon_s
     need_r = max(p.recovery_floor_bps, models.recovery.inverse(speed) * 1e6)
     if need_u + need_r <= q:
-        return _split(q, need_u, need_u, need_r, False)
+        return _split(q, need_u, need_u, need_r, False, p.borrow, first)
     if p.tradeoff == "user-first":
-        return _split(q, min(need_u, q - p.recovery_floor_bps), need_u, need_r, True)
-    return _split(q, max(q - need_r, p.user_floor_bps), need_u, need_r, True)
+        return _split(q, min(need_u, q - p.recovery_floor_bps), need_u, need_r, True,
+                      p.borrow, first)
+    return _split(q, max(q - need_r, p.user_floor_bps), need_u, need_r, True, p.borrow,
+                      first)
 
 
 def none(state: BwmanState, models: Models | None, p: Params) -> None:

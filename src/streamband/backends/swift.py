@@ -118,8 +118,9 @@ class SwiftMonitor:
 def _hosts(plan: Plan | None, hosts: list[str]) -> dict[str, dict[str, list[float]]] | None:
     if plan is None:
         return None
-    cls = {"user": [plan.user.rate_bps, plan.user.ceil_bps],
-           "recovery": [plan.recovery.rate_bps, plan.recovery.ceil_bps]}
+    user_prio = 0 if plan.first == "user" else 1
+    cls = {"user": [plan.user.rate_bps, plan.user.ceil_bps, user_prio],
+           "recovery": [plan.recovery.rate_bps, plan.recovery.ceil_bps, 1 - user_prio]}
     return {h: cls for h in hosts}
 
 
@@ -222,8 +223,14 @@ class MeterEnforcer:
         """The meter list of ``plan`` (rate None: counted, not capped)."""
         ip = self.cluster.ip
         hosts = self.cluster.storage
-        user = None if plan.user.ceil_bps >= self.link_bps else plan.user.ceil_bps
-        peer = plan.recovery.ceil_bps / max(1, len(hosts) - 1)
+        # meters cannot lend: the class first in line keeps its ceiling, the other
+        # is held to its guarantee (the same as the ceiling when classes do not borrow)
+        first_user = plan.first == "user"
+        user_cap = plan.user.ceil_bps if first_user else plan.user.rate_bps
+        rec_cap = plan.recovery.rate_bps if first_user else plan.recovery.ceil_bps
+        user = None if user_cap >= self.link_bps else user_cap
+        peer = (rec_cap / max(1, len(hosts) - 1) if rec_cap < self.link_bps
+                else math.inf)
         out: list[dict[str, Any]] = []
         for h in hosts:
             out.append({"flow": {"src_ip": ip(PROXY), "dst_ip": ip(h), "dst_port": OBJECT_PORT},

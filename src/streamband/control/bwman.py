@@ -22,7 +22,7 @@ from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from streamband.alloc.bwman import BwmanState, Models, Params, Plan, Policy, fit
+from streamband.alloc.bwman import BwmanState, Models, Params, Plan, Policy, Share, fit
 
 
 @dataclass(frozen=True)
@@ -81,23 +81,34 @@ class Step:
     failure_mbs: float
     refit: list[str]
     spent_ms: float
+    had_mbps: dict[str, float | None] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         plan = None
         if self.plan is not None:
             plan = {"user_bps": self.plan.user.ceil_bps, "user_rate_bps": self.plan.user.rate_bps,
                     "recovery_bps": self.plan.recovery.ceil_bps,
+                    "recovery_rate_bps": self.plan.recovery.rate_bps,
                     "need_user_bps": _num(self.plan.need_user_bps),
                     "need_recovery_bps": _num(self.plan.need_recovery_bps),
                     "traded_off": self.plan.traded_off}
         return {"t": self.t, **{k: v for k, v in asdict(self.obs).items() if k != "t"},
                 "failure_mbs": self.failure_mbs, "plan": plan, "refit": self.refit,
-                "spent_ms": self.spent_ms}
+                "spent_ms": self.spent_ms, "had_mbps": self.had_mbps}
 
 
 def _full(util: float | None, least: float) -> bool:
     """Whether a class used its cap (unknown when the backend cannot tell: yes)."""
     return util is None or util >= least
+
+
+def _had(share: Share, util: float | None, least: float) -> float | None:
+    """The bandwidth (Mbit/s) a class had over the interval, for a model's point:
+    its cap when it used the cap (:func:`_full`); for a class that may borrow
+    (ceil above its rate) what it measurably used; None when neither is known."""
+    if share.ceil_bps > share.rate_bps:
+        return None if util is None else util * share.ceil_bps / 1e6
+    return share.ceil_bps / 1e6 if _full(util, least) else None
 
 
 def _num(x: float) -> float | None:
@@ -124,6 +135,7 @@ class BwmanLoop:
         self.history: list[Step] = []
         self.refits: list[dict[str, Any]] = []
         self.last_plan: Plan | None = None
+        self.had: dict[str, float | None] = {}  # what each class had last interval, Mbit/s
         self._missing: deque[tuple[float, float]] = deque()
         self._last_loss_t = -math.inf
         self._stop = threading.Event()
@@ -150,14 +162,18 @@ class BwmanLoop:
         grows (the models' Knowledge, 002 §III: "built ... on-line by measuring
         performance at runtime")."""
         plan, refit = self.last_plan, []
+        self.had = {}
         if plan is None or self.models is None:
             return refit
         cand = []
-        if obs.saturated and _full(obs.user_util, self.min_util):
-            cand.append(("user", plan.user.ceil_bps / 1e6, obs.throughput_ops))
+        user_bw = _had(plan.user, obs.user_util, self.min_util)
+        rec_bw = _had(plan.recovery, obs.recovery_util, self.min_util)
+        self.had = {"user": user_bw, "recovery": rec_bw}
+        if obs.saturated and user_bw is not None:
+            cand.append(("user", user_bw, obs.throughput_ops))
         if (obs.recovering and obs.t - self._last_loss_t > self.settle_s + self.dt
-                and _full(obs.recovery_util, self.min_util)):
-            cand.append(("recovery", plan.recovery.ceil_bps / 1e6, obs.recovery_mbs))
+                and rec_bw is not None):
+            cand.append(("recovery", rec_bw, obs.recovery_mbs))
         for name, bw, y in cand:
             model = getattr(self.models, name)
             pts = self.points[name]
@@ -198,7 +214,8 @@ class BwmanLoop:
         plan = self.policy(state, self.models, self.params)  # Plan
         self.enforcer.enforce(plan)  # Execute
         self.last_plan = plan
-        step = Step(t, obs, plan, failure, refit, (time.perf_counter() - t_start) * 1e3)
+        step = Step(t, obs, plan, failure, refit, (time.perf_counter() - t_start) * 1e3,
+                    dict(self.had))
         self.history.append(step)
         return step
 

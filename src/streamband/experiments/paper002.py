@@ -358,10 +358,13 @@ def _online_points(run: Any, kind: str) -> list[dict[str, float]]:
         plan = st.get("plan")
         if plan is None:
             continue
+        had = st.get("had_mbps", {}).get(kind)
+        if had is None:  # not a point the loop learned from
+            continue
         if kind == "user" and st["saturated"]:
-            out.append({"bw": plan["user_bps"] / 1e6, "y": st["throughput_ops"]})
+            out.append({"bw": had, "y": st["throughput_ops"]})
         if kind == "recovery" and st["recovering"]:
-            out.append({"bw": plan["recovery_bps"] / 1e6, "y": st["recovery_mbs"]})
+            out.append({"bw": had, "y": st["recovery_mbs"]})
     return out
 
 
@@ -387,11 +390,13 @@ def _throughput_figure(spec: Any, runs: dict[str, list[Any]], managed: str) -> A
         steps = [s for s in res.steps if s.get("plan")]
         if steps:
             ax2 = ax.twinx()
-            ax2.plot([s["t"] for s in steps], [s["plan"]["user_bps"] / 1e6 for s in steps],
-                     color="tab:green", alpha=0.6, label="user bandwidth")
             ax2.plot([s["t"] for s in steps],
-                     [s["plan"]["recovery_bps"] / 1e6 for s in steps], color="tab:purple",
-                     alpha=0.6, label="recovery bandwidth")
+                     [s["plan"]["user_rate_bps"] / 1e6 for s in steps],
+                     color="tab:green", alpha=0.6, label="user guarantee")
+            ax2.plot([s["t"] for s in steps],
+                     [s["plan"].get("recovery_rate_bps", s["plan"]["recovery_bps"]) / 1e6
+                      for s in steps], color="tab:purple",
+                     alpha=0.6, label="recovery guarantee")
             ax2.set_ylabel("Mbit/s per node")
             ax2.legend(loc="lower right", fontsize=7)
         ax.legend(loc="lower left", fontsize=7)

@@ -90,7 +90,7 @@ def run(s: Session, enforcer: Any, policy: str, models: Models | None,
     params = Params(tradeoff=ctl.tradeoff, margin=ctl.margin, catchup_s=ctl.catchup_s,
                     user_floor_bps=ctl.user_floor_mbps * 1e6,
                     recovery_floor_bps=ctl.recovery_floor_mbps * 1e6,
-                    static_user_share=ctl.static_user_share)
+                    static_user_share=ctl.static_user_share, borrow=ctl.borrow)
     t0 = time.time() + START_S
     horizon = wl.duration_s + tail_timeout_s
     wproc, wlog = s.workload(name, "target", duration_s=wl.duration_s, t0=t0)

@@ -210,7 +210,11 @@ class ControlSpec(_Strict):
     ``tradeoff``: who is served first when the quota cannot cover both (002 §IV-B);
     ``enforcer``: ``tc`` (HTB classes per service port on the storage hosts'
     interfaces, 002 §V-C4) or ``meters`` (OpenFlow meters set by the controller);
-    ``quota_mbps``: each storage node's bandwidth (None: its link rate).
+    ``quota_mbps``: each storage node's bandwidth (None: its link rate);
+    ``borrow``: the plan's rates are guarantees and a class may use what the other
+    leaves, the side the trade-off serves first first in line (HTB ceil = quota);
+    false: 002's hard token buckets (ceil = rate). Meters cannot lend: there the
+    class second in line is held to its guarantee.
     """
 
     policy: str = "bwman"
@@ -225,6 +229,7 @@ class ControlSpec(_Strict):
     static_user_share: float = Field(0.5, gt=0, lt=1)
     refit_error: float = Field(0.25, gt=0)
     lease_dt: float = Field(3.0, ge=1)
+    borrow: bool = True
 
     @model_validator(mode="after")
     def _names(self) -> ControlSpec:

@@ -84,15 +84,18 @@ def _class(p: Port, cls: str, rate: float, ceil: float, prio: int, verb: str) ->
             f"prio {prio} quantum 1514")
 
 
-def tree_lines(p: Port, user: tuple[float, float], recovery: tuple[float, float]) -> list[str]:
-    """The service classes on ``p`` with (rate, ceil) for user and recovery."""
+Cls = tuple[float, float, int]  # rate, ceil (bit/s), HTB prio (0: borrows first)
+
+
+def tree_lines(p: Port, user: Cls, recovery: Cls) -> list[str]:
+    """The service classes on ``p`` with (rate, ceil, prio) for user and recovery."""
     h = HANDLE
     lines = [f"qdisc del dev {p.dev} root",
              f"qdisc add dev {p.dev} root handle {h}:0 htb default {OTHER_CLS}",
              f"class add dev {p.dev} parent {h}:0 classid {h}:1 htb "
              f"rate {_rate(p.link_bps)} ceil {_rate(p.link_bps)} burst 15k",
-             _class(p, USER_CLS, *user, 0, "add"),
-             _class(p, RECOVERY_CLS, *recovery, 1, "add"),
+             _class(p, USER_CLS, *user, "add"),
+             _class(p, RECOVERY_CLS, *recovery, "add"),
              _class(p, OTHER_CLS, max(MIN_RATE_BPS, p.link_bps / 100), p.link_bps, 0, "add")]
     pref = 10
     for ports, cls in ((USER_PORTS, USER_CLS), (RECOVERY_PORTS, RECOVERY_CLS)):
@@ -105,10 +108,9 @@ def tree_lines(p: Port, user: tuple[float, float], recovery: tuple[float, float]
     return lines
 
 
-def change_lines(p: Port, user: tuple[float, float], recovery: tuple[float, float]
-                 ) -> list[str]:
-    return [_class(p, USER_CLS, *user, 0, "change"),
-            _class(p, RECOVERY_CLS, *recovery, 1, "change")]
+def change_lines(p: Port, user: Cls, recovery: Cls) -> list[str]:
+    return [_class(p, USER_CLS, *user, "change"),
+            _class(p, RECOVERY_CLS, *recovery, "change")]
 
 
 def class_bytes(p: Port) -> dict[str, int]:
@@ -151,6 +153,11 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     tmp.replace(path)
 
 
+def _cls(want: list[float], prio: int) -> Cls:
+    """[rate, ceil] or [rate, ceil, prio] of a plan as a class (``prio`` by default)."""
+    return (want[0], want[1], int(want[2]) if len(want) > 2 else prio)
+
+
 class Shaper:
     """Applies plans to the ports and expires them (see the module docstring)."""
 
@@ -171,8 +178,8 @@ class Shaper:
                     tc_batch(plain_lines(p), p.netns_pid)
                     self.shaped.discard(p.dev)
                 continue
-            user = (want["user"][0], want["user"][1])
-            rec = (want["recovery"][0], want["recovery"][1])
+            user = _cls(want["user"], 0)
+            rec = _cls(want["recovery"], 1)
             if p.dev in self.shaped:
                 tc_batch(change_lines(p, user, rec), p.netns_pid)
             else:
