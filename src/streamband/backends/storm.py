@@ -331,7 +331,7 @@ class StormRunner:
     __test__ = False
     name = "storm"
 
-    def __init__(self, out: Path, seconds: float = 60.0, warmup_s: float = 20.0,
+    def __init__(self, out: Path, seconds: float = 60.0, warmup_s: float = 30.0,
                  dt: float = 1.0, guard: bool = False, max_pending: int = MAX_PENDING,
                  **control: Any) -> None:
         import os
