@@ -27,6 +27,12 @@ from streamband.alloc.common import bottlenecked_links, entries
 from streamband.control.guard import HarmGuard
 from streamband.errors import PreconditionError
 
+#: Δt steps a link stays bottlenecked after the last step whose demands reached its
+#: capacity (hysteresis of the cap / no-cap decision; 1: none). On Storm the demands of
+#: a capped link drop below C once its backlogs drain, so without it the caps were lifted
+#: and reinstated at consecutive 1-s steps, each switch adding or removing meters.
+HOLD_STEPS = 3
+
 
 class Profiler(Protocol):
     def flow_state(self) -> FlowState:
@@ -92,6 +98,11 @@ class Manager:
         Do no harm (:mod:`.guard`): keep TCP's measured split unless the allocation moves
         enough bandwidth to pay for metering it. None (the simulator: metering is free
         there): always enforce.
+    hold : int
+        Hysteresis of the bottleneck decision (000 Algorithm 1, line 11): a link found
+        bottlenecked stays so until its flows' demands have stayed below its capacity
+        for ``hold`` consecutive steps; the policy and the cap / no-cap mask both see
+        these links (``AllocProblem.bottlenecked``). 1: the current step alone.
     history : list of Allocation
         Every allocation made, in order (``rates_bps`` as enforced).
     """
@@ -109,7 +120,22 @@ class Manager:
     classer: ClassEnforcer | None = None
     memory: dict[str, Any] = field(default_factory=dict)
     guard: HarmGuard | None = None
+    hold: int = HOLD_STEPS
     history: list[Allocation] = field(default_factory=list)
+    #: per link, consecutive steps whose demands stayed below capacity
+    _calm: np.ndarray | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.hold < 1:
+            raise ValueError(f"hold: expected at least 1 step, got {self.hold}")
+
+    def held(self, now_hot: np.ndarray) -> np.ndarray:
+        """(L,) bool: the links bottlenecked now or at one of the last ``hold - 1``
+        steps (``now_hot``: this step's test, 000 Algorithm 1 line 11)."""
+        calm = (self._calm if self._calm is not None and self._calm.shape == now_hot.shape
+                else np.full(now_hot.shape, self.hold))
+        self._calm = np.where(now_hot, 0, calm + 1)
+        return self._calm < self.hold
 
     def step(self, now: float) -> Allocation:
         problem = AllocProblem(
@@ -123,6 +149,9 @@ class Manager:
             params=self.params,
             memory=self.memory,
         )
+        e = entries(problem.routing)
+        problem.bottlenecked = self.held(
+            bottlenecked_links(e, problem.capacity, problem.demand_bps(), None))
         t0 = time.perf_counter()
         decision = as_decision(self.policy(problem))
         spent = time.perf_counter() - t0
@@ -133,8 +162,7 @@ class Manager:
                  else np.full(problem.n_flows, np.inf))
         # Algorithm 1 outputs rates for the bottlenecked flows F^b (line 9); every
         # other flow keeps plain TCP sharing, so it is left uncapped.
-        e = entries(problem.routing)
-        hot = bottlenecked_links(e, problem.capacity, problem.demand_bps(), problem.bottlenecked)
+        hot = problem.bottlenecked
         on_hot = np.zeros(e.n_flows, bool)
         on_hot[e.rows[hot[e.cols]]] = True
         rates = np.where(on_hot, rates, np.inf)
