@@ -86,3 +86,19 @@ def test_hold_must_be_at_least_one_step():
         Manager(routing=sp.csr_matrix(np.ones((2, 1))), link_kind=np.array([UPLINK]),
                 policy=appaware, profiler=replay, linkstats=replay, enforcer=Recorder(),
                 dt=1.0, hold=0)
+
+
+def test_the_allocation_log_keeps_this_steps_links_and_the_held_ones(tmp_path):
+    import json
+
+    from streamband.control.live import LiveLoop
+
+    replay, rec = Replay(TRACE), Recorder()
+    m = Manager(routing=sp.csr_matrix(np.ones((2, 1))), link_kind=np.array([UPLINK]),
+                policy=appaware, profiler=replay, linkstats=replay, enforcer=rec, dt=1.0)
+    loop = LiveLoop(m, log=tmp_path / "alloc.jsonl")
+    for _ in range(3):
+        loop.step()
+    loop.log.close()
+    lines = [json.loads(s) for s in (tmp_path / "alloc.jsonl").read_text().splitlines()]
+    assert [(r["hot"], r["held"]) for r in lines] == [([0], [0]), ([0], [0]), ([], [0])]

@@ -61,10 +61,16 @@ class ClassEnforcer(Protocol):
 
 @dataclass
 class Allocation:
+    """One step's decision. ``hot``: the links whose demands reached capacity at this
+    step (000 Algorithm 1 line 11); ``held``: those the policy treated as bottlenecked
+    (``hot`` plus the links still held by the manager's hysteresis)."""
+
     time: float
     rates_bps: np.ndarray
     optimizer_s: float
     classes: np.ndarray | None = None
+    hot: np.ndarray | None = None
+    held: np.ndarray | None = None
 
 
 @dataclass
@@ -150,8 +156,8 @@ class Manager:
             memory=self.memory,
         )
         e = entries(problem.routing)
-        problem.bottlenecked = self.held(
-            bottlenecked_links(e, problem.capacity, problem.demand_bps(), None))
+        now_hot = bottlenecked_links(e, problem.capacity, problem.demand_bps(), None)
+        problem.bottlenecked = self.held(now_hot)
         t0 = time.perf_counter()
         decision = as_decision(self.policy(problem))
         spent = time.perf_counter() - t0
@@ -174,6 +180,6 @@ class Manager:
             assert self.classer is not None
             self.classer.assign(decision.classes)
         self.memory = decision.memory
-        alloc = Allocation(now, rates, spent, decision.classes)
+        alloc = Allocation(now, rates, spent, decision.classes, now_hot, hot)
         self.history.append(alloc)
         return alloc
