@@ -102,3 +102,29 @@ def test_the_allocation_log_keeps_this_steps_links_and_the_held_ones(tmp_path):
     loop.log.close()
     lines = [json.loads(s) for s in (tmp_path / "alloc.jsonl").read_text().splitlines()]
     assert [(r["hot"], r["held"]) for r in lines] == [([0], [0]), ([0], [0]), ([], [0])]
+
+
+class LateReplay(Replay):
+    """A real clock's profiler: each state covers ``interval_s`` seconds, not Δt."""
+
+    def __init__(self, sent_mbit: list[tuple[float, float]], interval_s: float) -> None:
+        super().__init__(sent_mbit)
+        self.interval_s = interval_s
+
+
+@pytest.mark.parametrize(("interval_s", "bottlenecked"), [(3.0, False), (1.0, True)])
+def test_a_late_step_reads_its_bytes_over_the_interval_they_took(interval_s, bottlenecked):
+    # 14 + 10 Mbit moved: over a 3-s interval (a starved loop), 8 Mbit/s on 20, not 24
+    replay, rec = LateReplay([HOT], interval_s), Recorder()
+    m = Manager(routing=sp.csr_matrix(np.ones((2, 1))), link_kind=np.array([UPLINK]),
+                policy=appaware, profiler=replay, linkstats=replay, enforcer=rec, dt=1.0)
+    alloc = m.step(0.0)
+    assert bool(alloc.hot[0]) is bottlenecked
+    assert bool(np.isfinite(rec.rates[0]).all()) is bottlenecked
+
+
+def test_a_near_zero_interval_is_read_over_a_quarter_of_dt():
+    m = Manager(routing=sp.csr_matrix(np.ones((2, 1))), link_kind=np.array([UPLINK]),
+                policy=appaware, profiler=LateReplay([HOT], 0.01), linkstats=Replay([]),
+                enforcer=Recorder(), dt=2.0)
+    assert m.interval() == 0.5

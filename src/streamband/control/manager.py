@@ -36,8 +36,15 @@ HOLD_STEPS = 3
 
 class Profiler(Protocol):
     def flow_state(self) -> FlowState:
-        """The 5-metric tuple of every flow (FlowMap order) over the last interval."""
+        """The 5-metric tuple of every flow (FlowMap order) over the last interval. A
+        profiler on a real clock may also set ``interval_s``: the seconds that interval
+        lasted (the manager then reads the state over it, not over Δt)."""
         ...
+
+
+#: a flow state covering less than this share of Δt is read over this share (a step
+#: right after a late one: its bytes over a near-zero interval are not a rate)
+MIN_INTERVAL_FRAC = 0.25
 
 
 class LinkStats(Protocol):
@@ -143,13 +150,25 @@ class Manager:
         self._calm = np.where(now_hot, 0, calm + 1)
         return self._calm < self.hold
 
+    def interval(self) -> float:
+        """Seconds the last flow state covers: the profiler's measured ``interval_s``
+        when it has one (a real loop's steps come late under load: V and the backlogs
+        of eq. 3 then span 2-4 Δt, and spread over Δt they made every link look
+        bottlenecked), else Δt."""
+        measured = getattr(self.profiler, "interval_s", None)
+        if measured is None:
+            return self.dt
+        return max(float(measured), MIN_INTERVAL_FRAC * self.dt)
+
     def step(self, now: float) -> Allocation:
+        capacity = self.linkstats.allocatable()
+        state = self.profiler.flow_state()
         problem = AllocProblem(
             routing=self.routing,  # type: ignore[arg-type]
-            capacity=self.linkstats.allocatable(),
+            capacity=capacity,
             link_kind=self.link_kind,
-            state=self.profiler.flow_state(),
-            dt=self.dt,
+            state=state,
+            dt=self.interval(),
             weights=self.weights,
             apps=self.apps,
             params=self.params,
@@ -173,7 +192,7 @@ class Manager:
         on_hot[e.rows[hot[e.cols]]] = True
         rates = np.where(on_hot, rates, np.inf)
         if self.guard is not None and not self.guard.decide(
-                e, problem.capacity, hot, rates, 8.0 * problem.state.sent / self.dt):
+                e, problem.capacity, hot, rates, 8.0 * problem.state.sent / problem.dt):
             rates = np.full(e.n_flows, np.inf)  # TCP's own split: the move is too small
         self.enforcer.enforce(rates)
         if decision.classes is not None:
