@@ -147,6 +147,9 @@ class StormProfiler:
         self._lr = np.zeros(n)
         self.samples = 0
         self.last: dict[str, Any] | None = None
+        #: seconds the last flow state covers (None before the second call)
+        self.interval_s: float | None = None
+        self._t: float | None = None
         self.flow_state()  # the baseline: the first interval starts now
 
     def _kernel(self) -> list[TcpSocket | None]:
@@ -164,6 +167,9 @@ class StormProfiler:
         return out
 
     def flow_state(self) -> FlowState:
+        t = time.monotonic()
+        self.interval_s = t - self._t if self._t is not None else None
+        self._t = t
         snap = read_snapshot(self.snapshot_path)
         reports = worker_reports(snap, self.topology)
         kernel = self._kernel()
@@ -216,7 +222,8 @@ class StormProfiler:
         self.samples += 1
         self.last = {"sent": d_bytes.tolist(), "msgs_total": msgs.tolist(), "ls": ls.tolist(),
                      "lr": lr.tolist(), "msgs": d_msgs.tolist(), "bytes_per_msg": self.bpm.tolist(),
-                     "report_age_s": _age(snap, reports, self.pairs)}
+                     "report_age_s": _age(snap, reports, self.pairs),
+                     "interval_s": self.interval_s}
         return state
 
 
@@ -331,7 +338,7 @@ class StormRunner:
     __test__ = False
     name = "storm"
 
-    def __init__(self, out: Path, seconds: float = 60.0, warmup_s: float = 20.0,
+    def __init__(self, out: Path, seconds: float = 60.0, warmup_s: float = 30.0,
                  dt: float = 1.0, guard: bool = False, max_pending: int = MAX_PENDING,
                  **control: Any) -> None:
         import os

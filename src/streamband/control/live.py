@@ -115,8 +115,9 @@ class ManagerMetrics:
 
 class AllocationLog:
     """One JSON line per allocation: time, rates (null = uncapped), classes (when the
-    policy decides them), optimizer ms, the flow state and the capacities the policy
-    saw."""
+    policy decides them), the links found bottlenecked at this step (``hot``) and those
+    treated so (``held``, with the manager's hysteresis), optimizer ms, the flow state
+    and the capacities the policy saw."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -129,6 +130,8 @@ class AllocationLog:
             "optimizer_ms": alloc.optimizer_s * 1e3,
             "capacity_bps": [float(c) for c in capacity],
             **({"classes": [int(c) for c in alloc.classes]} if alloc.classes is not None else {}),
+            **({"hot": np.flatnonzero(alloc.hot).tolist()} if alloc.hot is not None else {}),
+            **({"held": np.flatnonzero(alloc.held).tolist()} if alloc.held is not None else {}),
             **extra,
         }
         self.f.write(json.dumps(rec) + "\n")

@@ -27,11 +27,24 @@ from streamband.alloc.common import bottlenecked_links, entries
 from streamband.control.guard import HarmGuard
 from streamband.errors import PreconditionError
 
+#: Δt steps a link stays bottlenecked after the last step whose demands reached its
+#: capacity (hysteresis of the cap / no-cap decision; 1: none). On Storm the demands of
+#: a capped link drop below C once its backlogs drain, so without it the caps were lifted
+#: and reinstated at consecutive 1-s steps, each switch adding or removing meters.
+HOLD_STEPS = 3
+
 
 class Profiler(Protocol):
     def flow_state(self) -> FlowState:
-        """The 5-metric tuple of every flow (FlowMap order) over the last interval."""
+        """The 5-metric tuple of every flow (FlowMap order) over the last interval. A
+        profiler on a real clock may also set ``interval_s``: the seconds that interval
+        lasted (the manager then reads the state over it, not over Δt)."""
         ...
+
+
+#: a flow state covering less than this share of Δt is read over this share (a step
+#: right after a late one: its bytes over a near-zero interval are not a rate)
+MIN_INTERVAL_FRAC = 0.25
 
 
 class LinkStats(Protocol):
@@ -55,10 +68,16 @@ class ClassEnforcer(Protocol):
 
 @dataclass
 class Allocation:
+    """One step's decision. ``hot``: the links whose demands reached capacity at this
+    step (000 Algorithm 1 line 11); ``held``: those the policy treated as bottlenecked
+    (``hot`` plus the links still held by the manager's hysteresis)."""
+
     time: float
     rates_bps: np.ndarray
     optimizer_s: float
     classes: np.ndarray | None = None
+    hot: np.ndarray | None = None
+    held: np.ndarray | None = None
 
 
 @dataclass
@@ -92,6 +111,11 @@ class Manager:
         Do no harm (:mod:`.guard`): keep TCP's measured split unless the allocation moves
         enough bandwidth to pay for metering it. None (the simulator: metering is free
         there): always enforce.
+    hold : int
+        Hysteresis of the bottleneck decision (000 Algorithm 1, line 11): a link found
+        bottlenecked stays so until its flows' demands have stayed below its capacity
+        for ``hold`` consecutive steps; the policy and the cap / no-cap mask both see
+        these links (``AllocProblem.bottlenecked``). 1: the current step alone.
     history : list of Allocation
         Every allocation made, in order (``rates_bps`` as enforced).
     """
@@ -109,20 +133,50 @@ class Manager:
     classer: ClassEnforcer | None = None
     memory: dict[str, Any] = field(default_factory=dict)
     guard: HarmGuard | None = None
+    hold: int = HOLD_STEPS
     history: list[Allocation] = field(default_factory=list)
+    #: per link, consecutive steps whose demands stayed below capacity
+    _calm: np.ndarray | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.hold < 1:
+            raise ValueError(f"hold: expected at least 1 step, got {self.hold}")
+
+    def held(self, now_hot: np.ndarray) -> np.ndarray:
+        """(L,) bool: the links bottlenecked now or at one of the last ``hold - 1``
+        steps (``now_hot``: this step's test, 000 Algorithm 1 line 11)."""
+        calm = (self._calm if self._calm is not None and self._calm.shape == now_hot.shape
+                else np.full(now_hot.shape, self.hold))
+        self._calm = np.where(now_hot, 0, calm + 1)
+        return self._calm < self.hold
+
+    def interval(self) -> float:
+        """Seconds the last flow state covers: the profiler's measured ``interval_s``
+        when it has one (a real loop's steps come late under load: V and the backlogs
+        of eq. 3 then span 2-4 Δt, and spread over Δt they made every link look
+        bottlenecked), else Δt."""
+        measured = getattr(self.profiler, "interval_s", None)
+        if measured is None:
+            return self.dt
+        return max(float(measured), MIN_INTERVAL_FRAC * self.dt)
 
     def step(self, now: float) -> Allocation:
+        capacity = self.linkstats.allocatable()
+        state = self.profiler.flow_state()
         problem = AllocProblem(
             routing=self.routing,  # type: ignore[arg-type]
-            capacity=self.linkstats.allocatable(),
+            capacity=capacity,
             link_kind=self.link_kind,
-            state=self.profiler.flow_state(),
-            dt=self.dt,
+            state=state,
+            dt=self.interval(),
             weights=self.weights,
             apps=self.apps,
             params=self.params,
             memory=self.memory,
         )
+        e = entries(problem.routing)
+        now_hot = bottlenecked_links(e, problem.capacity, problem.demand_bps(), None)
+        problem.bottlenecked = self.held(now_hot)
         t0 = time.perf_counter()
         decision = as_decision(self.policy(problem))
         spent = time.perf_counter() - t0
@@ -133,19 +187,18 @@ class Manager:
                  else np.full(problem.n_flows, np.inf))
         # Algorithm 1 outputs rates for the bottlenecked flows F^b (line 9); every
         # other flow keeps plain TCP sharing, so it is left uncapped.
-        e = entries(problem.routing)
-        hot = bottlenecked_links(e, problem.capacity, problem.demand_bps(), problem.bottlenecked)
+        hot = problem.bottlenecked
         on_hot = np.zeros(e.n_flows, bool)
         on_hot[e.rows[hot[e.cols]]] = True
         rates = np.where(on_hot, rates, np.inf)
         if self.guard is not None and not self.guard.decide(
-                e, problem.capacity, hot, rates, 8.0 * problem.state.sent / self.dt):
+                e, problem.capacity, hot, rates, 8.0 * problem.state.sent / problem.dt):
             rates = np.full(e.n_flows, np.inf)  # TCP's own split: the move is too small
         self.enforcer.enforce(rates)
         if decision.classes is not None:
             assert self.classer is not None
             self.classer.assign(decision.classes)
         self.memory = decision.memory
-        alloc = Allocation(now, rates, spent, decision.classes)
+        alloc = Allocation(now, rates, spent, decision.classes, now_hot, hot)
         self.history.append(alloc)
         return alloc

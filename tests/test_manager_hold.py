@@ -1,0 +1,130 @@
+"""The manager's hysteresis of the cap / no-cap decision: a link found bottlenecked
+stays so for ``hold`` steps after its demands last reached its capacity, for every
+policy (on Storm, caps were lifted and reinstated at consecutive 1-s steps)."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from streamband.alloc.appaware import appaware
+from streamband.alloc.base import UPLINK, FlowState
+from streamband.alloc.maxmin import maxmin
+from streamband.alloc.weighted import weighted
+from streamband.control.manager import HOLD_STEPS, Manager
+
+MBIT = 1e6
+CAP = 20 * MBIT
+
+
+class Replay:
+    """Profiler and link statistics of one 20 Mbit/s uplink crossed by two flows: each
+    step's flow state sends ``sent_mbit`` (Mbit per flow in Δt = 1 s), no backlog, so the
+    demand of each flow is what it sent (000 eq. 3's numerator)."""
+
+    def __init__(self, sent_mbit: list[tuple[float, float]]) -> None:
+        self.steps = iter(sent_mbit)
+
+    def flow_state(self) -> FlowState:
+        z = np.zeros(2)
+        return FlowState(z, z, z, z, np.array(next(self.steps)) * MBIT / 8.0)
+
+    def allocatable(self) -> np.ndarray:
+        return np.array([CAP])
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.rates: list[np.ndarray] = []
+
+    def enforce(self, rates_bps: np.ndarray) -> None:
+        self.rates.append(np.array(rates_bps, float))
+
+
+HOT, CALM = (14.0, 10.0), (8.0, 6.0)  # 24 and 14 Mbit/s of demand on 20
+#: two hot steps, a 1-step dip, hot, a 2-step dip, hot, then calm for good
+TRACE = [HOT, HOT, CALM, HOT, CALM, CALM, HOT, CALM, CALM, CALM, CALM]
+
+
+def capped(policy: object, hold: int) -> list[bool]:
+    replay, rec = Replay(TRACE), Recorder()
+    m = Manager(routing=sp.csr_matrix(np.ones((2, 1))), link_kind=np.array([UPLINK]),
+                policy=policy, profiler=replay, linkstats=replay, enforcer=rec, dt=1.0,
+                weights=np.array([1.0, 1.0]), hold=hold)
+    for t in range(len(TRACE)):
+        m.step(float(t))
+    return [bool(np.isfinite(r).all()) for r in rec.rates]
+
+
+@pytest.mark.parametrize("policy", [appaware, maxmin, weighted])
+def test_short_dips_keep_the_caps_and_a_long_calm_lifts_them(policy):
+    assert HOLD_STEPS == 3
+    got = capped(policy, HOLD_STEPS)
+    # dips of 1 and 2 steps are bridged; the third calm step in a row lifts the caps
+    assert got == [True] * 9 + [False, False]
+
+
+def test_hold_one_is_the_step_alone_the_flapping_it_prevents():
+    got = capped(appaware, 1)
+    assert got == [t == HOT for t in TRACE]
+    switches = sum(a != b for a, b in zip(got[:-1], got[1:], strict=True))
+    assert switches == 5  # against 1 with the default hold
+
+
+def test_a_held_link_is_shared_by_the_policy_not_capped_at_the_demands():
+    replay, rec = Replay(TRACE), Recorder()
+    m = Manager(routing=sp.csr_matrix(np.ones((2, 1))), link_kind=np.array([UPLINK]),
+                policy=appaware, profiler=replay, linkstats=replay, enforcer=rec, dt=1.0)
+    for t in range(3):
+        m.step(float(t))
+    # step 2 is a dip (14 of 20 Mbit/s): problem (3) still splits all of C by demand
+    assert rec.rates[2] == pytest.approx(np.array([8.0, 6.0]) * CAP / 14.0)
+
+
+def test_hold_must_be_at_least_one_step():
+    replay = Replay(TRACE)
+    with pytest.raises(ValueError, match="hold"):
+        Manager(routing=sp.csr_matrix(np.ones((2, 1))), link_kind=np.array([UPLINK]),
+                policy=appaware, profiler=replay, linkstats=replay, enforcer=Recorder(),
+                dt=1.0, hold=0)
+
+
+def test_the_allocation_log_keeps_this_steps_links_and_the_held_ones(tmp_path):
+    import json
+
+    from streamband.control.live import LiveLoop
+
+    replay, rec = Replay(TRACE), Recorder()
+    m = Manager(routing=sp.csr_matrix(np.ones((2, 1))), link_kind=np.array([UPLINK]),
+                policy=appaware, profiler=replay, linkstats=replay, enforcer=rec, dt=1.0)
+    loop = LiveLoop(m, log=tmp_path / "alloc.jsonl")
+    for _ in range(3):
+        loop.step()
+    loop.log.close()
+    lines = [json.loads(s) for s in (tmp_path / "alloc.jsonl").read_text().splitlines()]
+    assert [(r["hot"], r["held"]) for r in lines] == [([0], [0]), ([0], [0]), ([], [0])]
+
+
+class LateReplay(Replay):
+    """A real clock's profiler: each state covers ``interval_s`` seconds, not Δt."""
+
+    def __init__(self, sent_mbit: list[tuple[float, float]], interval_s: float) -> None:
+        super().__init__(sent_mbit)
+        self.interval_s = interval_s
+
+
+@pytest.mark.parametrize(("interval_s", "bottlenecked"), [(3.0, False), (1.0, True)])
+def test_a_late_step_reads_its_bytes_over_the_interval_they_took(interval_s, bottlenecked):
+    # 14 + 10 Mbit moved: over a 3-s interval (a starved loop), 8 Mbit/s on 20, not 24
+    replay, rec = LateReplay([HOT], interval_s), Recorder()
+    m = Manager(routing=sp.csr_matrix(np.ones((2, 1))), link_kind=np.array([UPLINK]),
+                policy=appaware, profiler=replay, linkstats=replay, enforcer=rec, dt=1.0)
+    alloc = m.step(0.0)
+    assert bool(alloc.hot[0]) is bottlenecked
+    assert bool(np.isfinite(rec.rates[0]).all()) is bottlenecked
+
+
+def test_a_near_zero_interval_is_read_over_a_quarter_of_dt():
+    m = Manager(routing=sp.csr_matrix(np.ones((2, 1))), link_kind=np.array([UPLINK]),
+                policy=appaware, profiler=LateReplay([HOT], 0.01), linkstats=Replay([]),
+                enforcer=Recorder(), dt=2.0)
+    assert m.interval() == 0.5
