@@ -22,10 +22,13 @@ from streamband.alloc.appfair import (
     hierarchical,
     jain_index,
     metered_apps,
+    metered_capacity,
     params_of,
 )
 from streamband.alloc.base import UPLINK, AllocProblem, FlowState
 from streamband.alloc.priority import group_capacity, priority_rates
+from streamband.alloc.registry import policy_entry
+from streamband.backends.sim import simulate
 from streamband.model import App, Edge, FlowMap, Operator, star
 from streamband.sim.fluid import FluidSim, SimConfig
 from test_alloc_cases import problems
@@ -142,6 +145,77 @@ def test_appfair_policy_over_two_steps():
     d3 = appfair(problem([4e6, 0.0, 0.0, 1e6], d1.memory, alpha=1.0))
     assert d3.memory["score_bps"] == pytest.approx([0.8e6, 2.4e6, 1.6e6])
     assert d3.classes.tolist() == [0, 1, 1, 1]
+
+
+def test_appfair_on_two_periods_holds_its_classes_for_class_dt():
+    # the loop steps every 1 s, classes every 3 s: each step app 0 carries 1 MB, app 1
+    # 3 MB, app 2 2 MB. Steps 1 and 2 hold one class (no schedule yet); step 3 regroups
+    # on the 3-s window: 8, 24, 16 Mbit/s, the same as one step of Δt = 3 s
+    def step(memory: dict) -> AllocProblem:
+        p = problem([1e6, 1.5e6, 1.5e6, 2e6], memory)
+        p.dt, p.class_dt = 1.0, 3.0
+        return p
+
+    d1 = appfair(step({}))
+    assert d1.classes.tolist() == [0, 0, 0, 0] and "classes" not in d1.memory
+    d2 = appfair(step(d1.memory))
+    assert d2.classes.tolist() == [0, 0, 0, 0]
+    assert d2.memory["window_s"] == 2.0
+    assert d2.memory["window_bytes"] == pytest.approx([2e6, 6e6, 4e6])
+    d3 = appfair(step(d2.memory))
+    assert d3.memory["score_bps"] == pytest.approx([8e6, 24e6, 16e6])
+    assert d3.classes.tolist() == [0, 2, 2, 1]
+    assert d3.memory["bytes"] == pytest.approx([3e6, 9e6, 6e6])
+    assert d3.memory["seconds"] == 3.0 and d3.memory["window_s"] == 0.0
+    # held for the next two steps, whatever moves in them
+    d4 = appfair(step(d3.memory))
+    assert d4.classes.tolist() == [0, 2, 2, 1]
+    one = problem([3e6, 4.5e6, 4.5e6, 6e6])
+    one.dt = 3.0
+    assert appfair(one).memory["score_bps"] == pytest.approx(d3.memory["score_bps"])
+
+
+def test_policy_periods():
+    assert policy_entry("hierarchical").periods(10.0, 1.0) == (1.0, 10.0)
+    assert policy_entry("hierarchical").periods(10.0, 10.0) == (10.0, None)
+    assert policy_entry("appfair").periods(10.0, 1.0) == (10.0, None)
+    assert policy_entry("appaware").periods(5.0, 1.0) == (5.0, None)
+
+
+def test_hierarchical_resplits_every_step_while_classes_hold():
+    # app 1's two flows swap backlogs between steps: the classes stay (Δt = 10 s not
+    # reached) and App-aware's split follows the new backlogs at once
+    z = np.zeros(3)
+
+    def step(ls: list[float], memory: dict) -> AllocProblem:
+        b = np.array(ls)
+        return AllocProblem(routing=sp.csr_matrix(np.ones((3, 1))), capacity=np.array([12e6]),
+                            link_kind=np.array([UPLINK]), state=FlowState(b, b, z, z, z),
+                            dt=1.0, apps=np.array([0, 1, 1]), memory=memory, class_dt=10.0)
+
+    d1 = hierarchical(step([1e6, 3e6, 1e6], {}))
+    d2 = hierarchical(step([1e6, 1e6, 3e6], d1.memory))
+    assert d1.classes.tolist() == d2.classes.tolist() == [0, 0, 0]
+    assert d1.rates / 1e6 == pytest.approx([4.0, 5.5, 2.5])
+    assert d2.rates / 1e6 == pytest.approx([4.0, 2.5, 5.5])
+
+
+def test_the_manager_steps_on_two_periods_in_the_simulator():
+    fm = three_class_map()
+    apps = np.array([0, 1, 1, 2, 2])
+    cfg = SimConfig(duration_s=30, interval_s=10, warmup_s=5)
+    hier = simulate(fm, "hierarchical", cfg, apps=apps, split_s=1.0)
+    plain = simulate(fm, "appfair", cfg, apps=apps, split_s=1.0)
+    assert hier.allocations == 30 and plain.allocations == 3
+
+
+def test_metered_capacity_leaves_out_only_what_the_top_class_takes():
+    # link 0: metered f0 (class 0), unmetered f1 (class 0, predicted 3), f2 (class 1, 4);
+    # link 1: f2 alone, metered or not, on top
+    routing = sp.csr_matrix(np.array([[1, 0], [1, 0], [1, 1]]))
+    got = metered_capacity(routing, np.array([10.0, 10.0]), np.array([3.0, 3.0, 4.0]),
+                           np.array([0, 0, 1]), np.array([True, False, False]))
+    assert got.tolist() == [7.0, 6.0]
 
 
 @pytest.mark.parametrize(("params", "match"), [

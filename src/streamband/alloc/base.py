@@ -66,6 +66,11 @@ class AllocProblem:
     apps: np.ndarray | None = None  # (F,) application index of each flow (000 §VII)
     params: Mapping[str, float] = field(default_factory=dict)  # e.g. App-Fair's alpha
     memory: Mapping[str, Any] = field(default_factory=dict)  # the last Decision's memory
+    #: Δt of the strict-priority classes (000 §VII: 10 s) when the loop steps faster
+    #: (``dt`` < ``class_dt``): a policy deciding classes regroups once per ``class_dt``
+    #: and holds its classes between, while its rates are re-made every step. None: the
+    #: classes are remade at every step (``class_dt`` = ``dt``)
+    class_dt: float | None = None
 
     @property
     def n_flows(self) -> int:

@@ -12,7 +12,8 @@ Kinds, in the order a run meets them:
 - ``loop``: a pure function ``AllocProblem -> rates`` (or a
   :class:`~streamband.alloc.base.Decision`) run by the manager loop every Δt (000 Fig. 4);
   what it decides (``decides``) is enforced as caps (meters), strict-priority classes
-  (egress queues), or both.
+  (egress queues), or both. A policy deciding both steps faster than Δt and
+  regroups its classes every Δt (:meth:`PolicyEntry.periods`).
 
 To add a policy: write it in ``alloc/`` as a function of an
 :class:`~streamband.alloc.base.AllocProblem` and add one line to :data:`POLICIES`.
@@ -58,6 +59,17 @@ class PolicyEntry:
     def classes(self) -> bool:
         """Whether the policy decides strict-priority classes."""
         return "classes" in self.decides
+
+    def periods(self, dt: float, split_s: float) -> tuple[float, float | None]:
+        """(the manager loop's step, :attr:`~streamband.alloc.base.AllocProblem.class_dt`)
+        for a run with Δt = ``dt``. A policy deciding rates and classes
+        (``hierarchical``) runs on two periods in one loop: it steps every ``split_s``
+        (rates re-made from the last step's flow state) and regroups its classes every
+        Δt; every other policy steps every Δt (``class_dt`` None: its classes, if any,
+        at every step)."""
+        if self.decides == "rates+classes" and split_s < dt:
+            return split_s, dt
+        return dt, None
 
 
 POLICIES: dict[str, PolicyEntry] = {e.name: e for e in (

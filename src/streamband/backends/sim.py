@@ -81,12 +81,14 @@ def simulate(
     progress: Callable[[float], None] | None = None,
     apps: np.ndarray | None = None,
     params: dict[str, float] | None = None,
+    split_s: float | None = None,
 ) -> SimResult:
     """Run ``fm``'s application under the registered ``policy``: ``tcp`` (max-min every
     step), ``static`` with ``caps`` (bit/s by flow index), or a ``loop`` policy in the
     manager loop every Δt with these adapters (``weights``: per-flow weights such as
     tuple sizes, 001 §III-D; ``apps``: each flow's application when several share the
-    network; ``params``: the policy's, e.g. App-Fair's α and m).
+    network; ``params``: the policy's, e.g. App-Fair's α and m; ``split_s``: the step of
+    a policy on two periods, :meth:`~streamband.alloc.registry.PolicyEntry.periods`).
 
     Raises
     ------
@@ -102,11 +104,12 @@ def simulate(
     if entry.kind == "loop":
         assert entry.fn is not None
         enforcer = SimEnforcer(sim)
+        dt, class_dt = entry.periods(sim.cfg.interval_s, split_s or sim.cfg.interval_s)
         sim.manager = Manager(
             routing=fm.routing, link_kind=fm.topo.kinds, policy=entry.fn,
             profiler=SimProfiler(sim), linkstats=SimLinkStats(sim.capacity),
-            enforcer=enforcer, dt=sim.cfg.interval_s, weights=weights, apps=apps,
-            params=params or {}, classer=enforcer,
+            enforcer=enforcer, dt=dt, weights=weights, apps=apps,
+            params=params or {}, classer=enforcer, class_dt=class_dt,
         )
     return sim.run(progress)
 
@@ -226,7 +229,8 @@ class SimRunner:
             apps = (flow_apps([f.src for f in fm.flows], spec.app_names) if spec.apps
                     else None)
             res = simulate(fm, policy, sim_config(spec), weights=weights, progress=progress,
-                           apps=apps, params=spec.appfair.params())
+                           apps=apps, params=spec.appfair.params(),
+                           split_s=spec.appfair.split_s)
         row = {
             "experiment": spec.experiment,
             "app": spec.app.name,

@@ -90,7 +90,8 @@ class TestbedRunner:
     seconds : float
         Length of each run, seconds (warm-up: a third of it, at most 5 s).
     dt : float
-        Δt of the live manager loop, seconds (000 Fig. 4; the meters' lease is 3 Δt).
+        Δt of the live manager loop, seconds (000 Fig. 4; the meters' lease is 3 steps;
+        a policy on two periods steps every ``spec.appfair.split_s``).
     guard : bool
         Do no harm (:class:`~streamband.control.guard.HarmGuard`): cap only when an
         allocation moves enough bandwidth from TCP's measured split.
@@ -181,21 +182,22 @@ class TestbedRunner:
         profiler = HarnessProfiler(run_dir, [e.id for e in flows])
         linkstats = ControllerLinkStats(client, topo.capacities, tb.link_ports(), routing, keys)
         entry = policy_entry(policy)
-        enforcer = (CountingEnforcer(client, keys, self.dt) if entry.kind == "per-step"
-                    else MeterEnforcer(client, keys, self.dt))
+        step, class_dt = entry.periods(self.dt, spec.appfair.split_s)
+        enforcer = (CountingEnforcer(client, keys, step) if entry.kind == "per-step"
+                    else MeterEnforcer(client, keys, step))
         classer = None
         if entry.classes:  # each flow's class on the switch egress ports of its path
             refs = tb.link_ports()
             classer = ClassEnforcer(client, keys, [
                 [refs[lk].port for lk in fm.flows[i].links if refs[lk].direction == "tx"]
-                for i in ext], self.dt)
+                for i in ext], step)
         apps = (flow_apps([fm.flows[i].src for i in ext], spec.app_names) if spec.apps
                 else None)
         assert entry.fn is not None
         manager = Manager(routing=routing, link_kind=topo.kinds, policy=entry.fn,
-                          profiler=profiler, linkstats=linkstats, enforcer=enforcer, dt=self.dt,
+                          profiler=profiler, linkstats=linkstats, enforcer=enforcer, dt=step,
                           weights=np.array([float(e.tuple_bytes) for e in flows]), apps=apps,
-                          params=spec.appfair.params(), classer=classer,
+                          params=spec.appfair.params(), classer=classer, class_dt=class_dt,
                           guard=HarmGuard() if self.guard and entry.kind == "loop" else None)
         enforcer.enforce(np.full(len(flows), np.inf))  # counting rules before traffic
         loop = LiveLoop(manager, log=run_dir.parent / f"{run_dir.name}.alloc.jsonl")

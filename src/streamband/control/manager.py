@@ -95,7 +95,8 @@ class Manager:
     profiler, linkstats, enforcer
         The backend's adapters.
     dt : float
-        Δt, seconds between allocations.
+        Seconds between steps (allocations): Δt, or the shorter step of a policy on two
+        periods (:meth:`~streamband.alloc.registry.PolicyEntry.periods`).
     weights : ndarray (F,), optional
         Per-flow weights a policy may use (tuple sizes, 001 §III-D).
     apps : ndarray (F,), optional
@@ -107,6 +108,10 @@ class Manager:
     memory : dict
         What the policy carried from its last step (App-Fair's achieved averages):
         kept here, in the loop, so that the policy stays a pure function of its inputs.
+    class_dt : float, optional
+        Δt of the strict-priority classes when the loop steps every ``dt`` < ``class_dt``
+        (handed to the policy as :attr:`AllocProblem.class_dt`: it regroups once per
+        ``class_dt`` and re-makes its rates every step); None: classes every step.
     guard : HarmGuard, optional
         Do no harm (:mod:`.guard`): keep TCP's measured split unless the allocation moves
         enough bandwidth to pay for metering it. None (the simulator: metering is free
@@ -132,6 +137,7 @@ class Manager:
     params: Mapping[str, float] = field(default_factory=dict)
     classer: ClassEnforcer | None = None
     memory: dict[str, Any] = field(default_factory=dict)
+    class_dt: float | None = None
     guard: HarmGuard | None = None
     hold: int = HOLD_STEPS
     history: list[Allocation] = field(default_factory=list)
@@ -173,6 +179,7 @@ class Manager:
             apps=self.apps,
             params=self.params,
             memory=self.memory,
+            class_dt=self.class_dt,
         )
         e = entries(problem.routing)
         now_hot = bottlenecked_links(e, problem.capacity, problem.demand_bps(), None)

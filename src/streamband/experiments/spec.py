@@ -142,7 +142,8 @@ class SweepSpec(_Strict):
 class AppFairSpec(_Strict):
     """App-Fair's parameters (000 §VII) for ``appfair`` and ``hierarchical``.
 
-    Its Δt is ``sim.interval_s``."""
+    Its Δt is ``sim.interval_s``; ``hierarchical``'s rates are re-made every
+    ``split_s``."""
 
     alpha: float = Field(0.5, gt=0, le=1, allow_inf_nan=False,
                          description="α of eq. (5): the weight of the average throughput up "
@@ -156,9 +157,16 @@ class AppFairSpec(_Strict):
                           description="starvation rule: an application below this share of "
                           "the mean application's throughput over the last Δt moves to the "
                           "highest group")
+    split_s: float = Field(1.0, gt=0, le=600, allow_inf_nan=False,
+                           description="hierarchical: the manager loop's step, s: App-aware "
+                           "re-splits each metered application's share every split_s from "
+                           "the last step's flow state, while App-Fair regroups the classes "
+                           "every Δt (sim.interval_s); at or above Δt, one period")
 
     def params(self) -> dict[str, float]:
-        return self.model_dump()
+        """The policy's parameters (:func:`~streamband.alloc.appfair.params_of`); the
+        loop's step ``split_s`` is the loop's, not the policy's."""
+        return self.model_dump(exclude={"split_s"})
 
 
 class ExperimentSpec(_Strict):

@@ -319,7 +319,9 @@ class FluidSim:
         cfg = self.cfg
         steps = int(round(cfg.duration_s / cfg.step_s))
         per_sample = max(1, int(round(cfg.sample_s / cfg.step_s)))
-        per_interval = max(1, int(round(cfg.interval_s / cfg.step_s)))
+        # the manager steps every Δt, or every step of a policy on two periods
+        loop_dt = cfg.interval_s if self.manager is None else self.manager.dt
+        per_interval = max(1, int(round(loop_dt / cfg.step_s)))
         warm = int(round(cfg.warmup_s / cfg.step_s))
         samples_t: list[float] = []
         samples_r: list[np.ndarray] = []
