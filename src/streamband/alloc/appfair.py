@@ -256,6 +256,19 @@ def served_state(p: AllocProblem, starved: np.ndarray, apps: np.ndarray
 EQUAL_PART = 0.25
 
 
+def _crosses(routing: sp.spmatrix | sp.sparray) -> sp.csr_matrix:
+    """(F, L) 1.0 where a flow crosses a link."""
+    return sp.csr_matrix(sp.csr_matrix(routing) != 0, dtype=float)
+
+
+def _ranked(on: sp.csr_matrix, classes: np.ndarray) -> tuple[sp.csr_matrix, np.ndarray]:
+    """Each crossing's class rank (8 for class 0 ... 1 for class 7), and per link the
+    rank of the highest class crossing it (0: no flow)."""
+    rank = CLASSES - np.asarray(classes, float)
+    ranked = sp.csr_matrix(on.multiply(rank[:, None]))
+    return ranked, ranked.max(axis=0).toarray().ravel()
+
+
 def metered_apps(routing: sp.spmatrix | sp.sparray, classes: np.ndarray, apps: np.ndarray,
                  n_apps: int) -> np.ndarray:
     """(A,) the applications whose share does not rest on another application's predicted
@@ -264,13 +277,12 @@ def metered_apps(routing: sp.spmatrix | sp.sparray, classes: np.ndarray, apps: n
     Δt are a guess (a starved application drains its backlog in seconds, then offers
     what it offers): a cap from that guess held 0.0-0.1 Mbit/s for Δt on the testbed
     while the class above used 7.9 of 20 Mbit/s."""
-    on = sp.csr_matrix(sp.csr_matrix(routing) != 0, dtype=float)  # (F, L) crosses
+    on = _crosses(routing)
     if 0 in on.shape:  # no flow or no link: no class above anyone
         return np.ones(n_apps, bool)
-    rank = CLASSES - np.asarray(classes, float)  # 8 for class 0 ... 1 for class 7
-    top = sp.csr_matrix(on.multiply(rank[:, None])).max(axis=0).toarray().ravel()
+    _, top = _ranked(on, classes)
     highest_met = sp.csr_matrix(on.multiply(top[None, :])).max(axis=1).toarray().ravel()
-    below = highest_met > rank  # a higher class shares one of the flow's links
+    below = highest_met > CLASSES - np.asarray(classes, float)  # a higher class shares a link
     return np.bincount(apps, weights=below, minlength=n_apps) == 0
 
 
@@ -293,13 +305,11 @@ def metered_capacity(routing: sp.spmatrix | sp.sparray, capacity: np.ndarray,
     ...                  np.array([True, False, False])).tolist()
     [7.0]
     """
-    on = sp.csr_matrix(sp.csr_matrix(routing) != 0, dtype=float)  # (F, L) crosses
+    on = _crosses(routing)
     cap = np.asarray(capacity, float)
     if 0 in on.shape:
         return cap.copy()
-    rank = CLASSES - np.asarray(classes, float)  # 8 for class 0 ... 1 for class 7
-    ranked = sp.csr_matrix(on.multiply(rank[:, None]))
-    top = ranked.max(axis=0).toarray().ravel()
+    ranked, top = _ranked(on, classes)
     ranked.data = (ranked.data == top[ranked.indices]).astype(float)  # in the link's top
     other = np.where(np.asarray(metered, bool), 0.0, np.where(np.isfinite(pred), pred, 0.0))
     used = np.asarray(ranked.T @ other).ravel()
@@ -351,7 +361,7 @@ def hierarchical(p: AllocProblem) -> Decision:
 def equal_split(routing: sp.spmatrix | sp.sparray, capacity: np.ndarray) -> np.ndarray:
     """(F,) each flow's equal part of every link it crosses, the least of them: a split
     that never overfills a link of ``capacity``."""
-    on = sp.csr_matrix(sp.csr_matrix(routing) != 0, dtype=float)  # (F, L) crosses
+    on = _crosses(routing)
     if 0 in on.shape:  # no flow, or flows that cross no link
         return np.zeros(on.shape[0])
     n = np.maximum(np.asarray(on.sum(axis=0)).ravel(), 1.0)
