@@ -159,9 +159,12 @@ Policy = Callable[[BwmanState, "Models | None", Params], "Plan | None"]
 
 
 def _split(quota: float, user: float, need_u: float, need_r: float, traded: bool,
-           borrow: bool = False, first: str = "user") -> Plan:
+           p: Params | None = None) -> Plan:
     """``user`` guaranteed to the clients, the rest to recovery; each capped at its
-    guarantee, or at the quota when the classes ``borrow``."""
+    guarantee, or at the quota when the classes borrow (``p.borrow``; the side
+    ``p.tradeoff`` serves first first in line). No ``p``: hard caps."""
+    borrow = p is not None and p.borrow
+    first = "recovery" if p is not None and p.tradeoff == "system-first" else "user"
     user = min(max(user, 0.0), quota)
     rec = quota - user
     if borrow:
@@ -182,20 +185,17 @@ def bwman(state: BwmanState, models: Models | None, p: Params) -> Plan:
     if models is None:
         raise ValueError("bwman: needs fitted models")
     q = state.quota_bps
-    first = "recovery" if p.tradeoff == "system-first" else "user"
     want_ops = state.slo_ops + state.backlog_ops / p.catchup_s
     need_u = max(p.user_floor_bps, models.user.inverse(want_ops) * 1e6 * (1.0 + p.margin))
     if not state.recovering:
-        return _split(q, q - p.recovery_floor_bps, need_u, 0.0, False, p.borrow, first)
+        return _split(q, q - p.recovery_floor_bps, need_u, 0.0, False, p)
     speed = state.failure_mbs + state.missing_mb / p.recovery_horizon_s
     need_r = max(p.recovery_floor_bps, models.recovery.inverse(speed) * 1e6)
     if need_u + need_r <= q:
-        return _split(q, need_u, need_u, need_r, False, p.borrow, first)
+        return _split(q, need_u, need_u, need_r, False, p)
     if p.tradeoff == "user-first":
-        return _split(q, min(need_u, q - p.recovery_floor_bps), need_u, need_r, True,
-                      p.borrow, first)
-    return _split(q, max(q - need_r, p.user_floor_bps), need_u, need_r, True, p.borrow,
-                      first)
+        return _split(q, min(need_u, q - p.recovery_floor_bps), need_u, need_r, True, p)
+    return _split(q, max(q - need_r, p.user_floor_bps), need_u, need_r, True, p)
 
 
 def none(state: BwmanState, models: Models | None, p: Params) -> None:
