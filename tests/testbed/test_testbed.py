@@ -20,7 +20,7 @@ from streamband.testbed.clean import leftovers, marked_processes
 from streamband.testbed.cli import app
 from streamband.testbed.harness.dag import Dag
 from streamband.testbed.harness.run import run_dag
-from streamband.testbed.network import Testbed
+from streamband.testbed.network import ALLOWED_CC, Testbed
 from streamband.testbed.registry import read_state
 from streamband.testbed.spec import load_spec
 
@@ -153,3 +153,18 @@ def test_fork_join_harness_reports(cleanup, tmp_path):
         assert set(res["edges"]) == {"0", "1", "2", "3"}
         assert res["edges"]["0"]["sent"] > 0 and "lr" in res["edges"]["0"]
         assert (tmp_path / "run" / "stats-w2.json").exists()
+
+
+def test_hosts_run_the_congestion_control_asked_for(cleanup):
+    """A namespace may only choose an algorithm of ``tcp_allowed_congestion_control``; on
+    this machine kind (default bbr, allowed "reno bbr") the hosts kept bbr when asked for
+    cubic. A new socket in each host now uses the spec's algorithm, and the machine's list
+    is as it was once the testbed is down."""
+    before = ALLOWED_CC.read_text()
+    probe = ("python3 -c \"import socket; s = socket.socket(); print(s.getsockopt("
+             "socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).rstrip(b'\\0').decode())\"")
+    for cc in ("cubic", "reno"):
+        spec = load_spec(f"{SMALL},congestion_control={cc}")
+        with Testbed(spec) as tb:
+            assert [tb.node(h).cmd(probe).strip() for h in ("w1", "w2")] == [cc, cc]
+        assert ALLOWED_CC.read_text() == before

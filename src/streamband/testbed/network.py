@@ -40,6 +40,35 @@ class TestbedError(PreconditionError):
     __test__ = False
 
 
+#: the congestion controls a network namespace other than the machine's may choose
+ALLOWED_CC = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
+
+
+def allow_congestion_control(name: str) -> str | None:
+    """Let the hosts' namespaces choose TCP congestion control ``name``.
+
+    Outside the initial namespace Linux sets only the algorithms listed in
+    ``net.ipv4.tcp_allowed_congestion_control`` (else EPERM), and that list holds the
+    machine's default and reno: on a machine whose default is bbr, a host asked for cubic
+    silently kept bbr. Adds ``name`` to the list; returns the list as it was when
+    changed (for :meth:`Testbed.stop` to restore), None when ``name`` was allowed.
+
+    Raises
+    ------
+    TestbedError
+        ``name`` is not available in this kernel.
+    """
+    allowed = ALLOWED_CC.read_text().split()
+    if name in allowed:
+        return None
+    avail = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+    if name not in avail:
+        raise TestbedError(f"congestion_control: {name!r} is not available in this kernel "
+                           f"(available: {' '.join(avail)})")
+    ALLOWED_CC.write_text(" ".join([*allowed, name]))
+    return " ".join(allowed)
+
+
 def _mininet() -> Any:
     try:
         import mininet.log
@@ -89,6 +118,8 @@ class Testbed:
         self.log_dir = log_dir or Path(tempfile.mkdtemp(prefix="streamband-testbed-"))
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.procs: list[subprocess.Popen[Any]] = []
+        #: the allowed congestion controls before this testbed added its own (restored)
+        self._allowed_before: str | None = None
 
     # -- names ------------------------------------------------------------------
     def ip(self, host: str) -> str:
@@ -200,8 +231,14 @@ class Testbed:
                     intf.node.cmd(f"ethtool -K {intf.name} tx off tso off gso off")
                 else:
                     ovs.offloads_off(intf.name, gro=True)
+        cc = self.spec.congestion_control
+        self._allowed_before = allow_congestion_control(cc)
         for host in self.net.hosts:  # a namespace inherits the machine's default otherwise
-            host.cmd(f"sysctl -qw net.ipv4.tcp_congestion_control={self.spec.congestion_control}")
+            host.cmd(f"sysctl -qw net.ipv4.tcp_congestion_control={cc}")
+            got = host.cmd("sysctl -n net.ipv4.tcp_congestion_control").strip()
+            if got != cc:
+                raise TestbedError(f"congestion_control: host {host.name} runs {got!r}, "
+                                   f"expected {cc!r} (sysctl refused it)")
         self.net.staticArp()
         if len(topo.switches) > 1:
             self._install_paths()
@@ -350,6 +387,9 @@ class Testbed:
             self.controller.kill()
             self.controller.wait(10)
             self.controller = None
+        if self._allowed_before is not None:
+            ALLOWED_CC.write_text(self._allowed_before)
+            self._allowed_before = None
         st = read_state()
         if st and st.get("pid") == os.getpid():
             from streamband.testbed.registry import STATE
