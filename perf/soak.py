@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -68,6 +69,7 @@ def soak(stage: remote.Stage, seconds: float, every: float = 5.0,
             time.sleep(min(every, max(0.0, seconds - el)))
     samples.append((time.time() - t_start, rss_mb(pid)))
     m1 = api.get("/metrics").text
+    by0, by1 = rejected_by_reason(m0), rejected_by_reason(m1)
     rows = [r for r in api.get("/api/v1/allocations", params={"limit": 10_000}).json()
             if r["time"] >= t_start]
     rows.sort(key=lambda r: r["time"])
@@ -105,7 +107,18 @@ def soak(stage: remote.Stage, seconds: float, every: float = 5.0,
         metric_sum(m0, "streamband_errors_total"),
         "rejected": metric_sum(m1, "streamband_rejected_samples_total") -
         metric_sum(m0, "streamband_rejected_samples_total"),
+        "rejected_by_reason": {why: n - by0.get(why, 0.0) for why, n in by1.items()
+                               if n > by0.get(why, 0.0)},
     }
+
+
+def rejected_by_reason(text: str) -> dict[str, float]:
+    """``streamband_rejected_samples_total`` of a Prometheus exposition, per reason."""
+    out: dict[str, float] = {}
+    for m in re.finditer(r'^streamband_rejected_samples_total\{reason="([^"]*)"\} (\S+)$',
+                         text, re.M):
+        out[m.group(1)] = out.get(m.group(1), 0.0) + float(m.group(2))
+    return out
 
 
 def show(res: dict[str, Any], console: Console) -> None:

@@ -550,10 +550,12 @@ class Service:
             if mt.manager.guard is not None:
                 del mt.manager.guard.decisions[:-2]
         rates = np.asarray(alloc.rates_bps, float)
-        if np.any(np.isnan(rates)) or np.any(rates <= 0):
+        # 0 is an answer (000 eq. (4)'s x_f = max(0, ...): a receiver with backlog enough
+        # for the interval), enforced at the meter floor; NaN and negatives are garbage
+        if np.any(np.isnan(rates)) or np.any(rates < 0):
             self.metrics.rejected.labels("policy").inc()
             self._alert(f"garbage:{mt.name}", "garbage metrics", "the policy returned a rate "
-                        "that is not a positive number; not enforced", mt.name)
+                        "that is NaN or negative; not enforced", mt.name)
             mt.rates = mt.safe.copy() if mt.safe is not None else np.full(mt.mapping.n, np.inf)
             mt.decision = "hold"
             return None
