@@ -128,3 +128,25 @@ def test_a_near_zero_interval_is_read_over_a_quarter_of_dt():
                 policy=appaware, profiler=LateReplay([HOT], 0.01), linkstats=Replay([]),
                 enforcer=Recorder(), dt=2.0)
     assert m.interval() == 0.5
+
+
+def test_the_lease_follows_late_steps():
+    """A loop stepping late (here 2.5 Δt between steps) renews its enforcers' leases for
+    3 of its real gaps, not 3 Δt, so the caps do not lapse between two slow steps; back
+    on time, the lease shrinks to 3 Δt again once the late gaps leave the window."""
+    replay = Replay([HOT] * 8)
+
+    class Leased(Recorder):
+        lease_s = 0.0
+
+        def enforce(self, rates_bps: np.ndarray) -> None:
+            super().enforce(rates_bps)
+            self.leases = [*getattr(self, "leases", []), self.lease_s]
+
+    rec = Leased()
+    m = Manager(routing=sp.csr_matrix(np.ones((2, 1))), link_kind=np.array([UPLINK]),
+                policy=appaware, profiler=replay, linkstats=replay, enforcer=rec, dt=1.0,
+                weights=np.array([1.0, 1.0]))
+    for t in (0.0, 1.0, 3.5, 6.0, 7.0, 8.0, 9.0, 10.0):
+        m.step(t)
+    assert rec.leases == pytest.approx([3.0, 3.0, 7.5, 7.5, 7.5, 7.5, 3.0, 3.0])

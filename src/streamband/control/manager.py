@@ -32,6 +32,10 @@ from streamband.errors import PreconditionError
 #: a capped link drop below C once its backlogs drain, so without it the caps were lifted
 #: and reinstated at consecutive 1-s steps, each switch adding or removing meters.
 HOLD_STEPS = 3
+#: an enforcer's lease (meters, classes) lasts this many steps: of Δt, or of the longest
+#: of the last LEASE_STEPS gaps between steps when the loop runs late (so a slow step does
+#: not let the caps lapse mid-run, while a dead manager still fails open)
+LEASE_STEPS = 3
 
 
 class Profiler(Protocol):
@@ -123,6 +127,10 @@ class Manager:
         these links (``AllocProblem.bottlenecked``). 1: the current step alone.
     history : list of Allocation
         Every allocation made, in order (``rates_bps`` as enforced).
+
+    The enforcers' ``lease_s`` (when they have one) is set at every step to
+    :data:`LEASE_STEPS` times the longer of Δt and the longest of the last
+    :data:`LEASE_STEPS` gaps between the steps' ``now`` (:meth:`lease_s`).
     """
 
     routing: object  # scipy.sparse F x L
@@ -143,6 +151,9 @@ class Manager:
     history: list[Allocation] = field(default_factory=list)
     #: per link, consecutive steps whose demands stayed below capacity
     _calm: np.ndarray | None = field(default=None, repr=False)
+    #: ``now`` of the last step and the last gaps between steps, seconds
+    _last_now: float | None = field(default=None, repr=False)
+    _gaps: list[float] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
         if self.hold < 1:
@@ -166,7 +177,19 @@ class Manager:
             return self.dt
         return max(float(measured), MIN_INTERVAL_FRAC * self.dt)
 
+    def lease_s(self, now: float) -> float:
+        """The lease of this step's enforcement, seconds: :data:`LEASE_STEPS` x the
+        longer of Δt and the recent gaps between steps (records ``now``)."""
+        if self._last_now is not None and now > self._last_now:
+            self._gaps = [*self._gaps[-(LEASE_STEPS - 1):], now - self._last_now]
+        self._last_now = now
+        return LEASE_STEPS * max([self.dt, *self._gaps])
+
     def step(self, now: float) -> Allocation:
+        lease = self.lease_s(now)
+        for enf in (self.enforcer, self.classer):
+            if enf is not None and hasattr(enf, "lease_s"):
+                enf.lease_s = lease
         capacity = self.linkstats.allocatable()
         state = self.profiler.flow_state()
         problem = AllocProblem(
