@@ -24,8 +24,9 @@ from streamband.alloc.appfair import (
     metered_apps,
     metered_capacity,
     params_of,
+    sender_split_links,
 )
-from streamband.alloc.base import UPLINK, AllocProblem, FlowState
+from streamband.alloc.base import DOWNLINK, UPLINK, AllocProblem, FlowState
 from streamband.alloc.priority import group_capacity, priority_rates
 from streamband.alloc.registry import policy_entry
 from streamband.backends.sim import simulate
@@ -240,6 +241,50 @@ def test_hierarchical_divides_each_share_inside_its_application():
     # (6, 2) and mixed with the equal split (4, 4) at EQUAL_PART = 1/4
     assert EQUAL_PART == 0.25
     assert d.rates / 1e6 == pytest.approx([4.0, 5.5, 2.5])
+
+
+#: a join of five inputs (000 Fig. 13's App-5) on its own workers, into w16's 20 Mbit/s
+#: downlink: five uplinks, then the downlink
+JOIN_TUPLE_BYTES = np.array([8192.0, 8192.0, 4096.0, 4096.0, 4096.0])
+
+
+def blocked_join(lr1: np.ndarray, sent: np.ndarray) -> AllocProblem:
+    """The join after a step in which it was barely served (its application just moved
+    to the top class): every input 1000 tuples behind at its sender (eq. 3's L^s), the
+    receiver backlogs ``lr1`` and the bytes ``sent`` in the 1-s step as given."""
+    ls = 1000 * JOIN_TUPLE_BYTES
+    routing = sp.csr_matrix(np.hstack([np.eye(5), np.ones((5, 1))]))
+    return AllocProblem(routing=routing, capacity=np.full(6, 20e6),
+                        link_kind=np.array([UPLINK] * 5 + [DOWNLINK]),
+                        state=FlowState(ls, ls, lr1, lr1, sent), dt=1.0,
+                        apps=np.zeros(5, np.int64))
+
+
+def test_a_join_whose_receiver_keeps_up_is_split_by_its_senders_backlogs():
+    # The testbed's join (the harness) takes every tuple off its inbox at once and keeps
+    # the unmatched ones in its own store, so L^r = 0 and ρ_f of eq. (4) is what
+    # arrived: here a trickle (40 kB) on one 4-KB input after a step at the bottom.
+    # Problem (4) gave that input all of App-aware's part and the others ~0: main split
+    # 16 / 1 / 1 / 1 / 1 Mbit/s (the EQUAL_PART floor), as logged on the testbed for ~8 s.
+    # The senders' backlogs (eq. 3) say every input is equally far behind, in tuples.
+    p = blocked_join(np.zeros(5), np.array([0.0, 0.0, 40960.0, 0.0, 0.0]))
+    assert sender_split_links(p.routing, p.link_kind, p.state).tolist() == [False] * 5 + [True]
+    x = hierarchical(p).rates
+    assert x.sum() == pytest.approx(20e6, rel=1e-6)
+    assert x.max() <= 0.3 * 20e6  # not one input's: main gave input 2 80 %
+    tuples = x / JOIN_TUPLE_BYTES  # the join completes at its slowest input's tuple rate
+    assert tuples.min() >= 0.8 * tuples.max()
+
+
+def test_a_join_whose_receiver_holds_a_backlog_keeps_problem_4():
+    # The simulator's join holds its inputs' tuples in their receiver queues until the
+    # slowest arrives: four inputs 1 MB ahead, input 2 the one it waits on. Problem (4)
+    # stays: the input the receiver waits on gets most of the share.
+    lr = np.array([1e6, 1e6, 0.0, 1e6, 1e6])
+    p = blocked_join(lr, np.array([0.0, 0.0, 40960.0, 0.0, 0.0]))
+    assert not sender_split_links(p.routing, p.link_kind, p.state).any()
+    x = hierarchical(p).rates
+    assert x[2] >= 0.75 * 20e6
 
 
 def test_only_applications_without_a_class_above_on_their_links_are_metered():
