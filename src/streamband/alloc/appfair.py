@@ -43,7 +43,10 @@ next one out), and the history lives exactly as long as the loop that enforces i
 Algorithm 1, meters) inside each application's share: on every link, what strict
 priority leaves its class (:func:`metered_capacity`), divided among its own flows by
 Algorithm 1. 000 leaves open how the two combine; this never takes from another
-application, only moves an application's bandwidth between its own flows. It runs on
+application, only moves an application's bandwidth between its own flows. On a downlink
+whose receivers hold no backlog (a join that keeps its unmatched tuples in its own store),
+problem (4) has no receiver pace to go by, and the share is split by the senders' need,
+eq. (3), instead (:func:`sender_split_links`). It runs on
 two periods in one manager loop: App-Fair regroups every Δt (10 s), App-aware re-splits
 every step of the loop (1 s, ``appfair.split_s``), from the classes of the last
 regrouping (:meth:`~streamband.alloc.registry.PolicyEntry.periods`).
@@ -58,7 +61,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from streamband.alloc.appaware import appaware
-from streamband.alloc.base import CLASSES, AllocProblem, Decision, FlowState
+from streamband.alloc.base import CLASSES, DOWNLINK, UPLINK, AllocProblem, Decision, FlowState
 from streamband.alloc.priority import group_capacity, priority_rates
 
 #: defaults of App-Fair's parameters (000 §VII: m = 8 queues; Δt = 10 s is the loop's)
@@ -256,6 +259,56 @@ def served_state(p: AllocProblem, starved: np.ndarray, apps: np.ndarray
 EQUAL_PART = 0.25
 
 
+#: hierarchical: the receivers on a downlink keep up with what arrives when the backlog
+#: they hold at the end of the step, Σ_f L^r_f(t+Δt), is at most this share of what their
+#: flows delivered in it, Σ_f V_f (on a 1-s step: 50 ms of arrivals). The simulator's joins
+#: hold their early inputs in the receiver queues and never come under it on bench appfair
+#: (its per-application results are the same with and without the rule); the testbed
+#: harness's joins are always under it (L^r is their inbox, drained at once)
+KEEP_UP = 0.05
+
+
+def sender_split_links(routing: sp.spmatrix | sp.sparray, link_kind: np.ndarray,
+                       state: FlowState) -> np.ndarray:
+    """(L,) the downlinks on which ``hierarchical`` splits an application's share by its
+    senders' need, eq. (3), instead of its receivers' consumption, problem (4) (000
+    §IV-B): those whose receivers keep up, Σ_f L^r_f(t+Δt) <= :data:`KEEP_UP` Σ_f V_f
+    over the link's flows (receivers that hold nothing and received nothing included).
+
+    Problem (4) reads ρ_f = [V_f - L^r_f(t+Δt) + L^r_f(t)] / Δt as the pace at which f's
+    receiver consumes, and it is that only while the receiver holds a backlog. With none,
+    ρ_f is V_f / Δt, what the last split let through, and (4) water-fills x_f ∝ ρ_f: it
+    repeats the last step's split whatever it was, and after a step in which one input
+    trickled (its application at the bottom of the priorities) it gives that input the
+    whole share and the others ~0. A join that keeps its unmatched tuples in its own store
+    instead of its inputs' queues (the testbed harness's) always looks so: L^r is 0 and
+    the store that tells which input is behind is not in the flow state. The senders'
+    backlogs still tell it: a join's sources emit the same tuple ids, so the input that is
+    behind holds more at its sender (in tuples), and eq. (3)'s split at equal transfer
+    times, x_f = C D_f / Σ D with D_f = V_f + 2 L^s_f(t+Δt) - L^s_f(t), brings every
+    input to the same tuple at once.
+
+    Examples
+    --------
+    Two flows into one downlink: receivers that keep up, then one that holds 1 MB.
+
+    >>> r = sp.csr_matrix(np.ones((2, 1)))
+    >>> z, v = np.zeros(2), np.array([1e6, 1e5])
+    >>> sender_split_links(r, np.array([DOWNLINK]), FlowState(z, z, z, z, v)).tolist()
+    [True]
+    >>> held = np.array([0.0, 1e6])
+    >>> sender_split_links(r, np.array([DOWNLINK]), FlowState(z, z, z, held, v)).tolist()
+    [False]
+    """
+    on = _crosses(routing)
+    if 0 in on.shape:
+        return np.zeros(on.shape[1], bool)
+    held = np.asarray(on.T @ np.maximum(state.lr1, 0.0)).ravel()
+    arrived = np.asarray(on.T @ np.maximum(state.sent, 0.0)).ravel()
+    has_flow = np.asarray(on.sum(axis=0)).ravel() > 0
+    return (np.asarray(link_kind) == DOWNLINK) & has_flow & (held <= KEEP_UP * arrived)
+
+
 def _crosses(routing: sp.spmatrix | sp.sparray) -> sp.csr_matrix:
     """(F, L) 1.0 where a flow crosses a link."""
     return sp.csr_matrix(sp.csr_matrix(routing) != 0, dtype=float)
@@ -322,8 +375,9 @@ def hierarchical(p: AllocProblem) -> Decision:
     between the metered applications of a link as :func:`~streamband.alloc.priority.
     group_capacity` does), App-aware's rates (000 Algorithm 1), its receivers'
     consumption taken from the last step the application was served in
-    (:func:`served_state`), mixed with the equal split of the share (weight
-    :data:`EQUAL_PART`). Only the applications of :func:`metered_apps` are capped; the
+    (:func:`served_state`), eq. (3) in place of problem (4) on the downlinks whose
+    receivers keep up (:func:`sender_split_links`), mixed with the equal split of the
+    share (weight :data:`EQUAL_PART`). Only the applications of :func:`metered_apps` are capped; the
     others, and an application predicted to get nothing, are left uncapped (``np.inf``:
     their class decides).
 
@@ -349,10 +403,13 @@ def hierarchical(p: AllocProblem) -> Decision:
         idx = np.flatnonzero(apps == a)
         if not len(idx) or not metered[a] or not np.any(pred[idx] > 0):
             continue
-        sub = AllocProblem(
-            routing=p.routing[idx], capacity=shares[a], link_kind=p.link_kind,
-            state=FlowState(s.ls0[idx], s.ls1[idx], s.lr0[idx], s.lr1[idx], s.sent[idx]),
-            dt=p.dt, weights=None if p.weights is None else p.weights[idx])
+        state = FlowState(s.ls0[idx], s.ls1[idx], s.lr0[idx], s.lr1[idx], s.sent[idx])
+        routing = p.routing[idx]
+        # eq. (3) in place of problem (4) where the receivers keep up: Algorithm 1 solves
+        # (3) on the links it takes for uplinks (lines 17-19)
+        kind = np.where(sender_split_links(routing, p.link_kind, state), UPLINK, p.link_kind)
+        sub = AllocProblem(routing=routing, capacity=shares[a], link_kind=kind, state=state,
+                           dt=p.dt, weights=None if p.weights is None else p.weights[idx])
         rates[idx] = ((1.0 - EQUAL_PART) * appaware(sub)
                       + EQUAL_PART * equal_split(sub.routing, shares[a]))
     return Decision(rates=rates, classes=classes, memory=memory)

@@ -43,7 +43,11 @@ if TYPE_CHECKING:
 
 class HarnessProfiler:
     """Flow ``i`` is harness edge ``edge_ids[i]``; ``sent`` is cumulative in the
-    snapshots, backlogs are instantaneous (bytes)."""
+    snapshots, backlogs are instantaneous (bytes). ``last``: the flow state of the last
+    read as lists (bytes), which the allocation log records beside each decision.
+
+    The receiver backlog L^r is the harness's inbox: a join takes every tuple off it at
+    once and keeps the unmatched ones in its own store, which L^r does not count."""
 
     def __init__(self, run_dir: Path, edge_ids: list[int]) -> None:
         self.run_dir = Path(run_dir)
@@ -52,6 +56,7 @@ class HarnessProfiler:
         self._sent = np.zeros(n)
         self._ls = np.zeros(n)
         self._lr = np.zeros(n)
+        self.last: dict[str, list[float]] | None = None
 
     def snapshot(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Cumulative sent bytes, sender backlog, receiver backlog of every flow."""
@@ -77,6 +82,7 @@ class HarnessProfiler:
         state = FlowState(ls0=self._ls, ls1=ls, lr0=self._lr, lr1=lr,
                           sent=np.maximum(sent - self._sent, 0.0))
         self._sent, self._ls, self._lr = sent, ls, lr
+        self.last = {k: getattr(state, k).tolist() for k in ("ls0", "ls1", "lr0", "lr1", "sent")}
         return state
 
 

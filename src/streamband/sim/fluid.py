@@ -51,6 +51,10 @@ class SimConfig:
     warmup_s: float = 10.0  # excluded from throughput and latency
     buffer_tuples: float | None = None  # bound of every queue; None = unbounded
     backpressure: tuple[float, float] | None = None  # (high, low) watermarks, tuples
+    #: a join keeps the tuples it cannot match yet in its own store, as the testbed
+    #: harness's does, not in its inputs' receiver queues: the 5-metric tuple's L^r of a
+    #: join's inputs reads 0 (the join itself waits for its slowest input either way)
+    join_store: bool = False
 
 
 @dataclass
@@ -175,6 +179,9 @@ class FluidSim:
             dst.ins.append(f.index)
             dst.by_input.setdefault(f.src.rpartition("[")[0], []).append(f.index)
         self.measured_set = set(self.measured)
+        #: flows whose receiver backlog the profiler sees (SimConfig.join_store)
+        self.lr_seen = np.array([not (self.cfg.join_store and self.inst[f.dst].kind == "join")
+                                 for f in fm.flows], bool)
         self.processed = 0.0
         self.processed_bytes = 0.0
         self.latency_mass = 0.0
@@ -186,9 +193,10 @@ class FluidSim:
 
     # -- observation --------------------------------------------------------
     def snapshot(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(sender backlog, receiver backlog, cumulative sent), bytes per flow."""
+        """(sender backlog, receiver backlog, cumulative sent), bytes per flow; a join's
+        inputs' receiver backlog reads 0 under ``SimConfig.join_store``."""
         ls = np.array([q.count for q in self.sq]) * self.tb
-        lr = np.array([q.count for q in self.rq]) * self.tb
+        lr = np.array([q.count for q in self.rq]) * self.tb * self.lr_seen
         return ls, lr, self.sent_bytes.copy()
 
     def _flow_wm(self, f: int) -> float:
