@@ -189,7 +189,7 @@ def parse_network(spec: str | dict[str, Any], source: str = "") -> NetworkSpec:
     >>> parse_network("fat_tree:k=8").k
     8
     >>> try:
-    ...     parse_network("fattree:8")
+    ...     parse_network("fattree:k=8")
     ... except SpecError as err:
     ...     print(str(err).endswith("did you mean 'fat_tree'?"))
     True

@@ -123,7 +123,7 @@ class FluidSim:
     >>> app = App.model_validate({"name": "pair", "operators": [
     ...     {"name": "a", "kind": "source", "rate_tps": 100}, {"name": "b", "kind": "sink"}],
     ...     "edges": [{"src": "a", "dst": "b", "tuple_bytes": 1000}]})
-    >>> fm = FlowMap(app, star(2, 1e6), {"a[0]": "w1", "b[0]": "w2"})
+    >>> fm = FlowMap(app, star(2, 1e6), {"a[0]": "h1", "b[0]": "h2"})
     >>> round(FluidSim(fm, "tcp", SimConfig(duration_s=30)).run().throughput_tps)
     100
     """
