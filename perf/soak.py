@@ -70,6 +70,7 @@ def soak(stage: remote.Stage, seconds: float, every: float = 5.0,
     samples.append((time.time() - t_start, rss_mb(pid)))
     m1 = api.get("/metrics").text
     by0, by1 = rejected_by_reason(m0), rejected_by_reason(m1)
+    rejected = {why: n - by0.get(why, 0.0) for why, n in by1.items() if n > by0.get(why, 0.0)}
     rows = [r for r in api.get("/api/v1/allocations", params={"limit": 10_000}).json()
             if r["time"] >= t_start]
     rows.sort(key=lambda r: r["time"])
@@ -105,10 +106,8 @@ def soak(stage: remote.Stage, seconds: float, every: float = 5.0,
                                      np.percentile(step[early], 99)),
         "errors": metric_sum(m1, "streamband_errors_total") -
         metric_sum(m0, "streamband_errors_total"),
-        "rejected": metric_sum(m1, "streamband_rejected_samples_total") -
-        metric_sum(m0, "streamband_rejected_samples_total"),
-        "rejected_by_reason": {why: n - by0.get(why, 0.0) for why, n in by1.items()
-                               if n > by0.get(why, 0.0)},
+        "rejected": sum(rejected.values()),
+        "rejected_by_reason": rejected,
     }
 
 

@@ -23,6 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from streamband.control.api_client import ControllerClient
+from streamband.control.manager import LEASE_STEPS
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ class MeterEnforcer:
                  min_rate_bps: float = 64e3) -> None:
         self.client = client
         self.flows = flows
-        self.lease_s = 3.0 * dt
+        self.lease_s = LEASE_STEPS * dt  # the manager stretches it when steps run late
         self.dpids = dpids or [None] * len(flows)
         self.min_rate_bps = min_rate_bps
         self.last: dict[str, Any] = {}
@@ -131,7 +132,7 @@ class ClassEnforcer:
         self.client = client
         self.flows = flows
         self.ports = ports
-        self.lease_s = 3.0 * dt
+        self.lease_s = LEASE_STEPS * dt  # the manager stretches it when steps run late
         self.last: dict[str, Any] = {}
 
     def assign(self, classes: np.ndarray) -> None:
