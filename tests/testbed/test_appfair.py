@@ -66,7 +66,8 @@ def _per_app(rec, names: list[str]) -> np.ndarray:
 
 
 def test_appfair_classes_reorder_two_applications(cleanup, tmp_path):
-    runner = TestbedRunner(tmp_path, seconds=SECONDS, dt=DT, api="127.0.0.1:8191",
+    # the runner's Δt for rates is 1 s; App-Fair steps on the spec's Δt (sim.interval_s)
+    runner = TestbedRunner(tmp_path, seconds=SECONDS, api="127.0.0.1:8191",
                            openflow="127.0.0.1:6663")
     done = execute([parse_spec(SPEC)], runner, Console(width=150))  # one testbed, two runs
     names = ["A", "B"]
@@ -77,6 +78,8 @@ def test_appfair_classes_reorder_two_applications(cleanup, tmp_path):
     per = _per_app(rec_fair, names)
     log_file = tmp_path / "appfair-testbed-edge-20-P-appfair.alloc.jsonl"
     log = [json.loads(x) for x in log_file.read_text().splitlines()]
+    gaps = np.diff([rec["time"] for rec in log])
+    assert len(log) >= 3 and np.median(gaps) == pytest.approx(DT, rel=0.25), gaps
     flows = [f for f, e in zip(rec_fair.flow_ids, rec_fair.external, strict=True) if e]
     apps = flow_apps([f.split("->")[0] for f in flows], names)
     top_wins, b_on_top = [], []

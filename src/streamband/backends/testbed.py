@@ -96,8 +96,9 @@ class TestbedRunner:
     seconds : float
         Length of each run, seconds (warm-up: a third of it, at most 5 s).
     dt : float
-        Δt of the live manager loop, seconds (000 Fig. 4; the meters' lease is 3 steps;
-        a policy on two periods steps every ``spec.appfair.split_s``).
+        Δt of the live manager loop, seconds (000 Fig. 4; the meters' lease is 3 steps).
+        A policy deciding classes runs on App-Fair's Δt, the spec's ``sim.interval_s``
+        (000 §VII), and one on two periods steps every ``spec.appfair.split_s``.
     guard : bool
         Do no harm (:class:`~streamband.control.guard.HarmGuard`): cap only when an
         allocation moves enough bandwidth from TCP's measured split.
@@ -188,7 +189,9 @@ class TestbedRunner:
         profiler = HarnessProfiler(run_dir, [e.id for e in flows])
         linkstats = ControllerLinkStats(client, topo.capacities, tb.link_ports(), routing, keys)
         entry = policy_entry(policy)
-        step, class_dt = entry.periods(self.dt, spec.appfair.split_s)
+        # App-Fair's Δt is the spec's (sim.interval_s, 000 §VII); rates step every dt
+        dt = spec.sim.interval_s if entry.classes else self.dt
+        step, class_dt = entry.periods(dt, spec.appfair.split_s)
         enforcer = (CountingEnforcer(client, keys, step) if entry.kind == "per-step"
                     else MeterEnforcer(client, keys, step))
         classer = None
