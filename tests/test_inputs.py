@@ -249,17 +249,21 @@ def _paths(node: object, prefix: str = "") -> list[str]:
 PATHS = _paths(tiny_spec())
 
 
-@pytest.mark.parametrize("args", [
-    ["run", "paper-001", "--max-pending", "100"],
-    ["bench", "paper-001", "--max-pending", "100"],
-    ["bench", "paper-001", "--backend", "storm", "--max-pending", "2000000"],
-    ["run", "paper-001", "--backend", "storm", "--max-pending", "-3"],
+@pytest.mark.parametrize(("option", "args"), [
+    ("--max-pending", ["run", "paper-001", "--max-pending", "100"]),
+    ("--max-pending", ["bench", "paper-001", "--max-pending", "100"]),
+    ("--max-pending", ["bench", "paper-001", "--backend", "storm", "--max-pending", "2000000"]),
+    ("--max-pending", ["run", "paper-001", "--backend", "storm", "--max-pending", "-3"]),
+    ("--tuple-scale", ["run", "paper-001", "--tuple-scale", "10"]),
+    ("--tuple-scale", ["bench", "paper-000", "--tuple-scale", "10"]),
+    ("--tuple-scale", ["bench", "paper-000", "--backend", "storm", "--tuple-scale", "0.5"]),
+    ("--tuple-scale", ["run", "paper-001", "--backend", "storm", "--tuple-scale", "nan"]),
 ])
-def test_max_pending_checked_before_work(tmp_path, args):
+def test_storm_options_checked_before_work(tmp_path, option, args):
     out = tmp_path / "out"
     res = runner.invoke(app, [*args, "--out", str(out)])
     assert res.exit_code == 2, res.output
-    assert "--max-pending" in res.output and len(res.output.strip().splitlines()) == 1
+    assert option in res.output and len(res.output.strip().splitlines()) == 1
     assert not out.exists()
 
 

@@ -69,6 +69,11 @@ PENDING_HELP = ("storm: Storm's topology.max.spout.pending, tuples a spout task 
                 "flight (default: 1000; 0: none, the spouts paced open loop)")
 
 
+SCALE_HELP = ("storm: run the spec at 1/S of its tuples, each S times the bytes (the links "
+              "carry the spec's bytes/s; for machines whose cores cannot process the spec's "
+              "tuple rate) (default: 1; bench paper-000: TT 10, TI 2)")
+
+
 GUARD_HELP = ("testbed, storm: do no harm - keep TCP's split unless an allocation moves "
               "at least 12 % of a bottleneck's capacity (default: on for testbed, off for "
               "storm, whose TCP split already follows the join)")
@@ -84,6 +89,7 @@ def run(
     repeat: int = typer.Option(1, help="runs per case and policy (median and spread)"),
     guard: bool = typer.Option(None, "--guard/--no-guard", help=GUARD_HELP),
     max_pending: int = typer.Option(None, help=PENDING_HELP),
+    tuple_scale: float = typer.Option(None, help=SCALE_HELP),
 ) -> None:
     """Run an experiment spec: a table per app, results.json and report.html."""
     from streamband.backends import backend as get_backend
@@ -92,7 +98,8 @@ def run(
     from streamband.experiments.spec import load_spec
 
     out_dir(out)
-    opts = _options(backend, seconds, repeat, max_pending=max_pending, guard=guard)
+    opts = _options(backend, seconds, repeat, max_pending=max_pending, guard=guard,
+                    tuple_scale=tuple_scale)
     parsed = with_options(load_spec(spec), opts)
     mod = get_backend(backend)
     runner = (mod.Runner() if backend == "sim"
@@ -105,7 +112,7 @@ def run(
 
 
 def _options(backend: str, seconds: float | None, repeat: int, max_pending: int | None = None,
-             **more: object):  # noqa: ANN202
+             tuple_scale: float | None = None, **more: object):  # noqa: ANN202
     from streamband.backends import BACKENDS
     from streamband.experiments.base import Options
 
@@ -122,8 +129,12 @@ def _options(backend: str, seconds: float | None, repeat: int, max_pending: int 
     if max_pending is not None and not 0 <= max_pending <= 1_000_000:
         raise OptionError(f"--max-pending: expected 0..1000000 tuples (0: unbounded), "
                           f"got {max_pending}")
+    if tuple_scale is not None and backend != "storm":
+        raise OptionError(f"--tuple-scale: applies to --backend storm only, got {backend}")
+    if tuple_scale is not None:
+        number(tuple_scale, "--tuple-scale", 1.0, 1000.0)
     return Options(backend=backend, seconds=seconds, repeat=repeat,  # type: ignore[arg-type]
-                   max_pending=max_pending, **more)
+                   max_pending=max_pending, tuple_scale=tuple_scale, **more)
 
 
 @app.command()
@@ -141,6 +152,7 @@ def bench(
                                "must fail the checks)"),
     guard: bool = typer.Option(None, "--guard/--no-guard", help=GUARD_HELP),
     max_pending: int = typer.Option(None, help=PENDING_HELP),
+    tuple_scale: float = typer.Option(None, help=SCALE_HELP),
 ) -> None:
     """Reproduce a paper's evaluation: tables, checks, results.json and report.html.
     Exit code 1 when a check fails."""
@@ -159,7 +171,7 @@ def bench(
         raise OptionError(f"--policy: expected a manager-loop policy, got {policy!r} "
                           f"(kind {policy_entry(policy).kind})")
     opts = _options(backend, seconds, repeat, full_trace=full_trace, policy=policy,
-                    guard=guard, max_pending=max_pending)
+                    guard=guard, max_pending=max_pending, tuple_scale=tuple_scale)
     target = out_dir(out or Path("out") / (name + ("" if backend == "sim" else f"-{backend}")))
     outcome = mod.run(target, opts, _console())
     if not outcome.ok:

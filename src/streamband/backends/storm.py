@@ -270,6 +270,11 @@ def _trending_topics(app: App) -> dict[str, Any]:
     return {"bench.rate": app.op("spout").rate_tps, "bench.k": wct.window_count or 5,
             "bench.window.s": app.op("aggregator").window_s or 30.0,
             "bench.words": english_words(5000),
+            "bench.words.per.tweet": round(app.op("split").selectivity),
+            **{f"bench.bytes.{kind}": _edge_bytes(app, a, b)
+               for kind, (a, b) in {"tweet": ("spout", "split"), "word": ("split", "wct"),
+                                    "partial": ("wct", "aggregator"),
+                                    "ranking": ("aggregator", "report")}.items()},
             **_parallelism(app, WORKLOADS["trending-topics"].components)}
 
 
@@ -278,6 +283,8 @@ def _trucking_iot(app: App) -> dict[str, Any]:
             "bench.bytes.truck": _edge_bytes(app, "truck", "combiner"),
             "bench.bytes.traffic": _edge_bytes(app, "traffic", "combiner"),
             "bench.bytes.joined": _edge_bytes(app, "combiner", "dashboard"),
+            "bench.grouping.traffic": next(e.grouping for e in app.edges
+                                           if e.src == "traffic" and e.dst == "combiner"),
             **_parallelism(app, WORKLOADS["trucking-iot"].components)}
 
 
@@ -296,6 +303,29 @@ WORKLOADS: dict[str, StormWorkload] = {
         {"truck": "trucks", "traffic": "traffic", "combiner": "combine",
          "dashboard": "score"}, _trucking_iot),
 }
+
+
+def scale_tuples(app: App, scale: float) -> App:
+    """``app`` with ``1/scale`` of its sources' tuples, each ``scale`` times the bytes:
+    every stream carries the spec's bytes per second (the network sees the spec's load)
+    with ``1/scale`` of the tuples, and so of the per-tuple CPU, to process.
+
+    Examples
+    --------
+    >>> from streamband.experiments.spec import load_spec
+    >>> app = load_spec("paper-001").app
+    >>> scaled = scale_tuples(app, 10)
+    >>> scaled.op("A").rate_tps, app.op("A").rate_tps
+    (50.0, 500.0)
+    >>> scaled.edges[0].tuple_bytes / app.edges[0].tuple_bytes
+    10.0
+    """
+    if scale == 1:
+        return app
+    ops = [o.model_copy(update={"rate_tps": o.rate_tps / scale}) if o.rate_tps else o
+           for o in app.operators]
+    edges = [e.model_copy(update={"tuple_bytes": e.tuple_bytes * scale}) for e in app.edges]
+    return app.model_copy(update={"operators": ops, "edges": edges})
 
 
 #: the benches' and ``run``'s ``topology.max.spout.pending``: Storm's own flow control
@@ -333,6 +363,12 @@ class StormRunner:
         (emitted, not yet acked); 0: unbounded, the spouts paced open loop, which on
         this machine lets queues grow past the tuple timeout (fork-join TP1: 23-227
         tuples/s, thousands failed per window).
+    tuple_scale : float or dict
+        Run the spec's application at ``1/S`` of its tuples, each ``S`` times the bytes
+        (:func:`scale_tuples`; a dict: ``S`` per application name, 1 for the others):
+        the links carry the spec's bytes/s while Storm processes ``1/S`` of its tuples,
+        for machines whose cores cannot process the spec's tuple rate. Throughput is
+        reported in the tuples Storm processed.
     """
 
     __test__ = False
@@ -340,7 +376,7 @@ class StormRunner:
 
     def __init__(self, out: Path, seconds: float = 60.0, warmup_s: float = 30.0,
                  dt: float = 1.0, guard: bool = False, max_pending: int = MAX_PENDING,
-                 **control: Any) -> None:
+                 tuple_scale: float | dict[str, float] = 1.0, **control: Any) -> None:
         import os
 
         from streamband.errors import PreconditionError
@@ -350,6 +386,7 @@ class StormRunner:
         self.out, self.seconds, self.warmup_s, self.dt = Path(out), seconds, warmup_s, dt
         self.guard = guard
         self.max_pending = max_pending
+        self.tuple_scale = tuple_scale
         self.control = control
         self.tb: Any = None
         self.cluster: Any = None
@@ -414,6 +451,11 @@ class StormRunner:
                                                  master, hosts)).start()
         self.key = key
 
+    def scale(self, app: App) -> float:
+        """``S`` of :func:`scale_tuples` for ``app``."""
+        s = self.tuple_scale
+        return float(s.get(app.name, 1.0) if isinstance(s, dict) else s)
+
     def _topology(self, spec: ExperimentSpec, case: Case) -> Any:
         from streamband.storm.manage import ManagedTopology, Workload
 
@@ -423,7 +465,7 @@ class StormRunner:
             self.cluster.kill(self.topology[1].info["name"])
             time.sleep(5)
         work = WORKLOADS[spec.app.name]
-        app = spec.app
+        app = scale_tuples(spec.app, self.scale(spec.app))
         where: dict[str, list[str]] = {}
         for o in app.operators:
             where[work.components[o.name]] = [
@@ -494,7 +536,7 @@ class StormRunner:
             "profiles": r["profiles"], "report_age_max_s": r["report_age_max_s"],
             "seconds": r["seconds"], "loop_errors": r["loop_errors"],
             "flows": r["flows"], "last_rates_bps": r["last_rates_bps"],
-            "capped_share": r["capped_share"],
+            "capped_share": r["capped_share"], "tuple_scale": self.scale(spec.app),
         }
         return RunRecord(row, times, [p.label or p.name for p in mt.pairs], rates,
                          np.ones(len(mt.pairs), bool), [int(lk) for lk in links])

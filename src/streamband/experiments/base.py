@@ -76,7 +76,8 @@ class Options:
     bandwidth to pay for metering it (:mod:`streamband.control.guard`; ``None``: the
     backend's default); ``max_pending`` (storm): Storm's ``topology.max.spout.pending``,
     the tuples a spout task may have in flight (0: the spouts paced open loop; ``None``:
-    the backend's default).
+    the backend's default); ``tuple_scale`` (storm): run the spec at ``1/S`` of its
+    tuples, each ``S`` times the bytes (``None``: the bench's default).
     """
 
     backend: str = "sim"
@@ -86,10 +87,12 @@ class Options:
     policy: str | None = None
     guard: bool | None = None
     max_pending: int | None = None
+    tuple_scale: float | None = None
 
     def engine(self) -> dict[str, Any]:
         """A real backend's runner settings given here (the others: its defaults)."""
-        given = {"guard": self.guard, "max_pending": self.max_pending}
+        given = {"guard": self.guard, "max_pending": self.max_pending,
+                 "tuple_scale": self.tuple_scale}
         return {k: v for k, v in given.items() if v is not None}
 
 

@@ -1,5 +1,6 @@
 package streamband.storm.topo;
 
+import java.util.PriorityQueue;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
@@ -30,7 +31,14 @@ import org.apache.storm.utils.TupleUtils;
  * list of [word, frequency], exported from {@code wordfreq} at submit time) with a Zipf
  * tail of rarer words beyond the list, and trending bursts: every {@code
  * bench.burst.period.s} seconds, {@code bench.burst.words} random words take a share
- * {@code bench.burst.share} of all words for {@code bench.burst.length.s} seconds.
+ * {@code bench.burst.share} of all words for {@code bench.burst.length.s} seconds. A tweet
+ * has {@code bench.words.per.tweet} words on average (12: 8-16 words; n: n - n/3 to
+ * n + n/3).
+ *
+ * <p>Tuple sizes: each stream's tuples carry a payload of {@code bench.bytes.tweet|word|
+ * partial|ranking} bytes (default 0) beside their text, so that the spec's tuple sizes
+ * (000 leaves them open; streamband's spec sets 1 KB tweets, 64-B words, 3-KB partials)
+ * load the network as in the simulator.
  */
 public final class TrendingTopics {
     private TrendingTopics() {
@@ -113,6 +121,9 @@ public final class TrendingTopics {
         private double burstShare;
         private long id;
         private Map<String, Object> conf;
+        private byte[] pad;
+        private int minWords;
+        private int spanWords;
 
         @Override
         public void open(Map<String, Object> conf, TopologyContext ctx, SpoutOutputCollector collector) {
@@ -125,6 +136,10 @@ public final class TrendingTopics {
             rnd = new Random(ctx.getThisTaskId() * 7919L);
             burstShare = Bench.num(conf, "bench.burst.share", 0.05);
             nextBurst = System.currentTimeMillis() + (long) (1000 * Bench.num(conf, "bench.burst.period.s", 30));
+            pad = Bench.payload((int) Bench.num(conf, "bench.bytes.tweet", 0), 3);
+            int mean = Math.max(1, (int) Bench.num(conf, "bench.words.per.tweet", 12));
+            minWords = mean - mean / 3;
+            spanWords = 2 * (mean / 3) + 1;
         }
 
         @Override
@@ -143,7 +158,7 @@ public final class TrendingTopics {
                 burstEnd = now + (long) (1000 * Bench.num(conf, "bench.burst.length.s", 10));
                 nextBurst = now + (long) (1000 * Bench.num(conf, "bench.burst.period.s", 30));
             }
-            int len = 8 + rnd.nextInt(9);
+            int len = minWords + rnd.nextInt(spanWords);
             StringBuilder sb = new StringBuilder();
             for (int i = 0; i < len; i++) {
                 if (i > 0) {
@@ -152,7 +167,7 @@ public final class TrendingTopics {
                 boolean trending = now < burstEnd && burst.length > 0 && rnd.nextDouble() < burstShare;
                 sb.append(trending ? burst[rnd.nextInt(burst.length)] : words.sample(rnd));
             }
-            out.emit(new Values(sb.toString(), now), id++);
+            out.emit(new Values(sb.toString(), now, pad), id++);
             rep.add("emitted", 1);
         }
 
@@ -168,30 +183,32 @@ public final class TrendingTopics {
 
         @Override
         public void declareOutputFields(OutputFieldsDeclarer d) {
-            d.declare(new Fields("tweet", "ts"));
+            d.declare(new Fields("tweet", "ts", "pad"));
         }
     }
 
     /** A tweet into its words. */
     public static class Split extends BaseRichBolt {
         private OutputCollector out;
+        private byte[] pad;
 
         @Override
         public void prepare(Map<String, Object> conf, TopologyContext ctx, OutputCollector collector) {
             out = collector;
+            pad = Bench.payload((int) Bench.num(conf, "bench.bytes.word", 0), 5);
         }
 
         @Override
         public void execute(Tuple t) {
             for (String w : t.getString(0).split(" ")) {
-                out.emit(t, new Values(w, t.getLong(1)));
+                out.emit(t, new Values(w, t.getLong(1), pad));
             }
             out.ack(t);
         }
 
         @Override
         public void declareOutputFields(OutputFieldsDeclarer d) {
-            d.declare(new Fields("word", "ts"));
+            d.declare(new Fields("word", "ts", "pad"));
         }
     }
 
@@ -203,12 +220,14 @@ public final class TrendingTopics {
         private int topn;
         private int since;
         private double tsSum;
+        private byte[] pad;
 
         @Override
         public void prepare(Map<String, Object> conf, TopologyContext ctx, OutputCollector collector) {
             out = collector;
             k = (int) Bench.num(conf, "bench.k", 100);
             topn = (int) Bench.num(conf, "bench.topk", 10);
+            pad = Bench.payload((int) Bench.num(conf, "bench.bytes.partial", 0), 7);
         }
 
         @Override
@@ -223,7 +242,7 @@ public final class TrendingTopics {
                 for (int i = 0; i < Math.min(topn, top.size()); i++) {
                     sb.append(top.get(i).getKey()).append('=').append(top.get(i).getValue()).append(' ');
                 }
-                out.emit(t, new Values(sb.toString(), (long) (tsSum / since), since));
+                out.emit(t, new Values(sb.toString(), (long) (tsSum / since), since, pad));
                 since = 0;
                 tsSum = 0;
             }
@@ -232,24 +251,59 @@ public final class TrendingTopics {
 
         @Override
         public void declareOutputFields(OutputFieldsDeclarer d) {
-            d.declare(new Fields("top", "ts", "n"));
+            d.declare(new Fields("top", "ts", "n", "pad"));
         }
     }
 
-    /** The global top K over a sliding window; the ranking once a second. */
+    /**
+     * The global top K over a sliding window; the ranking once a second. It merges the
+     * counters' partials aligned on event time: a partial waits (un-acked) until every
+     * counter's partials have reached its time, as a ranking needs all instances' counts.
+     */
     public static class TopK extends BaseRichBolt {
         private OutputCollector out;
         private final Map<String, long[]> window = new HashMap<>(); // word -> {count, seen ms}
+        private final Map<Integer, Long> countTs = new HashMap<>();
+        private transient PriorityQueue<Tuple> waiting; // by event time
+        private int countTasks;
         private long windowMs;
         private int topk;
         private long n;
         private double tsSum;
+        private byte[] pad;
 
         @Override
         public void prepare(Map<String, Object> conf, TopologyContext ctx, OutputCollector collector) {
             out = collector;
             windowMs = (long) (1000 * Bench.num(conf, "bench.window.s", 30));
             topk = (int) Bench.num(conf, "bench.topk", 10);
+            pad = Bench.payload((int) Bench.num(conf, "bench.bytes.ranking", 0), 11);
+            countTasks = ctx.getComponentTasks("count").size();
+            waiting = new PriorityQueue<>((a, b) -> Long.compare(a.getLong(1), b.getLong(1)));
+        }
+
+        private long watermark() {
+            if (countTs.size() < countTasks) {
+                return Long.MIN_VALUE;
+            }
+            long wm = Long.MAX_VALUE;
+            for (long ts : countTs.values()) {
+                wm = Math.min(wm, ts);
+            }
+            return wm;
+        }
+
+        private void merge(Tuple t, long now) {
+            for (String e : t.getString(0).trim().split(" ")) {
+                int eq = e.lastIndexOf('=');
+                if (eq > 0) {
+                    window.put(e.substring(0, eq), new long[] {Long.parseLong(e.substring(eq + 1)), now});
+                }
+            }
+            int covered = t.getInteger(2);
+            n += covered;
+            tsSum += (double) t.getLong(1) * covered;
+            out.ack(t);
         }
 
         @Override
@@ -268,22 +322,18 @@ public final class TrendingTopics {
                     for (int i = 0; i < Math.min(topk, top.size()); i++) {
                         sb.append(top.get(i).getKey()).append(' ');
                     }
-                    out.emit(new Values(sb.toString().trim(), (long) (tsSum / n), n));
+                    out.emit(new Values(sb.toString().trim(), (long) (tsSum / n), n, pad));
                     n = 0;
                     tsSum = 0;
                 }
                 return;
             }
-            for (String e : t.getString(0).trim().split(" ")) {
-                int eq = e.lastIndexOf('=');
-                if (eq > 0) {
-                    window.put(e.substring(0, eq), new long[] {Long.parseLong(e.substring(eq + 1)), now});
-                }
+            countTs.merge(t.getSourceTask(), t.getLong(1), Math::max);
+            waiting.add(t);
+            long wm = watermark();
+            while (!waiting.isEmpty() && waiting.peek().getLong(1) <= wm) {
+                merge(waiting.poll(), now);
             }
-            int covered = t.getInteger(2);
-            n += covered;
-            tsSum += (double) t.getLong(1) * covered;
-            out.ack(t);
         }
 
         @Override
@@ -295,7 +345,7 @@ public final class TrendingTopics {
 
         @Override
         public void declareOutputFields(OutputFieldsDeclarer d) {
-            d.declare(new Fields("ranking", "ts", "n"));
+            d.declare(new Fields("ranking", "ts", "n", "pad"));
         }
     }
 }

@@ -1,5 +1,6 @@
 package streamband.storm.topo;
 
+import java.util.PriorityQueue;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Random;
@@ -18,9 +19,13 @@ import org.apache.storm.tuple.Values;
  * 000 §VI-A2's Trucking IoT: truck events and traffic congestion records arrive on two
  * streams of different tuple sizes (each at {@code bench.rate} per second, 250 in the
  * paper); the combiner joins each truck event with the latest congestion record of its
- * route (fields grouping on the route) and the scorer reports. Settings: {@code
- * bench.rate}, {@code bench.bytes.truck|traffic|joined}, {@code bench.routes}, {@code
- * bench.parallelism.COMPONENT}.
+ * route (trucks by fields grouping on the route; records by {@code
+ * bench.grouping.traffic}: {@code fields} on the route, or {@code all}, every combiner
+ * gets every record) and the scorer reports. The combiner aligns the streams on event
+ * time: a truck event waits (un-acked, oldest first) until every traffic task's records have reached
+ * its time, so that "the latest record" is the one in force when the event happened.
+ * Settings: {@code bench.rate}, {@code bench.bytes.truck|traffic|joined}, {@code
+ * bench.routes}, {@code bench.grouping.traffic}, {@code bench.parallelism.COMPONENT}.
  */
 public final class TruckingIoT {
     private TruckingIoT() {
@@ -31,9 +36,14 @@ public final class TruckingIoT {
             TopologyBuilder b = new TopologyBuilder();
             b.setSpout("trucks", new Events("truck", 1024, 11), Bench.parallel(conf, "trucks"));
             b.setSpout("traffic", new Events("traffic", 512, 12), Bench.parallel(conf, "traffic"));
-            b.setBolt("combine", new Combine(), Bench.parallel(conf, "combine"))
-                .fieldsGrouping("trucks", new Fields("route"))
-                .fieldsGrouping("traffic", new Fields("route"));
+            org.apache.storm.topology.BoltDeclarer combine =
+                b.setBolt("combine", new Combine(), Bench.parallel(conf, "combine"))
+                    .fieldsGrouping("trucks", new Fields("route"));
+            if ("all".equals(conf.getOrDefault("bench.grouping.traffic", "fields"))) {
+                combine.allGrouping("traffic");
+            } else {
+                combine.fieldsGrouping("traffic", new Fields("route"));
+            }
             b.setBolt("score", new Sink(), Bench.parallel(conf, "score")).shuffleGrouping("combine");
             return b.createTopology();
         });
@@ -95,27 +105,54 @@ public final class TruckingIoT {
         }
     }
 
-    /** Each truck event with the latest congestion record of its route. */
+    /**
+     * Each truck event with the latest congestion record of its route, once the traffic
+     * stream's watermark (the oldest of the traffic tasks' latest event times) has reached
+     * the event's time; until then the event waits, un-acked, in arrival order.
+     */
     public static class Combine extends BaseRichBolt {
         private OutputCollector out;
         private final Map<Integer, byte[]> congestion = new HashMap<>();
+        private final Map<Integer, Long> trafficTs = new HashMap<>();
+        private transient PriorityQueue<Tuple> waiting; // by event time
+        private int trafficTasks;
         private byte[] joined;
 
         @Override
         public void prepare(Map<String, Object> conf, TopologyContext ctx, OutputCollector collector) {
             out = collector;
             joined = Bench.payload((int) Bench.num(conf, "bench.bytes.joined", 1536), 13);
+            trafficTasks = ctx.getComponentTasks("traffic").size();
+            waiting = new PriorityQueue<>((a, b) -> Long.compare(a.getLong(1), b.getLong(1)));
+        }
+
+        private long watermark() {
+            if (trafficTs.size() < trafficTasks) {
+                return Long.MIN_VALUE;
+            }
+            long wm = Long.MAX_VALUE;
+            for (long ts : trafficTs.values()) {
+                wm = Math.min(wm, ts);
+            }
+            return wm;
         }
 
         @Override
         public void execute(Tuple t) {
-            int route = t.getInteger(0);
             if (t.getSourceComponent().equals("traffic")) {
-                congestion.put(route, (byte[]) t.getValue(2));
+                congestion.put(t.getInteger(0), (byte[]) t.getValue(2));
+                trafficTs.merge(t.getSourceTask(), t.getLong(1), Math::max);
+                out.ack(t);
             } else {
-                out.emit(t, new Values(route, t.getLong(1), congestion.containsKey(route), joined));
+                waiting.add(t);
             }
-            out.ack(t);
+            long wm = watermark();
+            while (!waiting.isEmpty() && waiting.peek().getLong(1) <= wm) {
+                Tuple e = waiting.poll();
+                int route = e.getInteger(0);
+                out.emit(e, new Values(route, e.getLong(1), congestion.containsKey(route), joined));
+                out.ack(e);
+            }
         }
 
         @Override
