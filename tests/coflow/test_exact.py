@@ -210,3 +210,18 @@ def test_units_raised_and_demoted_together_match_python_engine(starving):
     b = fast.run_compiled(wl, fab, sched())
     assert a.events == b.events > 60
     np.testing.assert_allclose(b.flow_finish, a.flow_finish, rtol=1e-9)
+
+
+def test_stream_matches_main_before_the_relabelling(trace_path):
+    """``stream`` (decentralized Information-Relay, 10 ms timer) on the first 100
+    coflows of FB2010: every CCT as main at 5962740 gave it (perf/data/coflow_cct_prefix100.json,
+    perf/coflow_reference.py), before levels could change key as a whole; 2,649 events."""
+    from streamband.sim.coflow.run import simulate
+    from streamband.sim.coflow.trace import read_trace
+    from streamband.sim.coflow.workloads import from_trace
+
+    ref = json.loads(REFERENCE.with_name("coflow_cct_prefix100.json").read_text())
+    wl = from_trace(read_trace(trace_path).head(ref["coflows"]))
+    r = simulate(wl, "stream").result
+    assert r.events == ref["events"]["stream"]
+    np.testing.assert_allclose(r.cct, np.array(ref["cct"]["stream"]), rtol=1e-9)
