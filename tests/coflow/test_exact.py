@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import make_workload
+from conftest import make_workload, units_workload
 
 from streamband.model.fabric import big_switch
 from streamband.sim.coflow import fast
@@ -175,3 +175,53 @@ def test_aalo_demotes_at_the_planned_crossing_late_in_a_run(engine):
     fin_c = t0 + d + (sc - C * t0 - C * d / 3) / C
     assert r.flow_finish[0] == pytest.approx(fin_c, rel=1e-12)
     assert r.flow_finish[1] == pytest.approx(fin_c + (64 * MIB - 2 * C / 3 * d) / C, rel=1e-12)
+
+
+@pytest.mark.parametrize("starving", [8, 6, 3])
+def test_units_raised_and_demoted_together_match_python_engine(starving):
+    """Stream's starvation mitigation raises every starving unit of a queue at one
+    event and demotes them together when the hold ends; the compiled loop then moves
+    the queue's level as a whole and only the units that do not follow (engine.rs
+    ``relabel``). Coflow A: 8 receivers, 5 senders each, 40 MiB per flow, in queue 1
+    after 10 MiB; coflows B1..B6 (t = 0.1 .. 0.631 s): 9.1 MiB flows in queue 0 to
+    ``starving`` of A's receivers, which starve, are raised after 10 ms, held 10 ms,
+    demoted, and so on until B ends. 8 and 6: most of A's flows move (the level takes
+    the new key); 3: fewer than half (the units move one by one). Same events and
+    finish times (1e-9) as the Python engine, which moves every unit."""
+    R, S = 8, 5
+    flows, units = [], [(0, 0)] * R
+    for r in range(R):
+        flows += [(r, 0, R + s, r, 40 * MIB) for s in range(S)]
+    for b in range(6):
+        for j in range(starving):
+            u = len(units)
+            units.append((1 + b, 1 + b))
+            flows.append((u, 1 + b, R + S + j, j, 9.1 * MIB))
+    # times off the 10 ms grid: no completion within an ulp of a timer (the engines sum
+    # rates in different orders, and would split or merge such a pair of events)
+    arr = [0.0, 0.1, 0.213, 0.317, 0.419, 0.523, 0.631]
+    wl = units_workload(flows, units, arr, [()] * 7, R + S + R, arr)
+    fab = big_switch(R + S + R, G)
+
+    def sched():
+        return Stream(queues=2, alpha=0.0, starve_s=0.01, relay="none")
+
+    a = Simulation(wl, fab, sched()).run()
+    b = fast.run_compiled(wl, fab, sched())
+    assert a.events == b.events > 60
+    np.testing.assert_allclose(b.flow_finish, a.flow_finish, rtol=1e-9)
+
+
+def test_stream_matches_main_before_the_relabelling(trace_path):
+    """``stream`` (decentralized Information-Relay, 10 ms timer) on the first 100
+    coflows of FB2010: every CCT as main at 5962740 gave it (perf/data/coflow_cct_prefix100.json,
+    perf/coflow_reference.py), before levels could change key as a whole; 2,649 events."""
+    from streamband.sim.coflow.run import simulate
+    from streamband.sim.coflow.trace import read_trace
+    from streamband.sim.coflow.workloads import from_trace
+
+    ref = json.loads(REFERENCE.with_name("coflow_cct_prefix100.json").read_text())
+    wl = from_trace(read_trace(trace_path).head(ref["coflows"]))
+    r = simulate(wl, "stream").result
+    assert r.events == ref["events"]["stream"]
+    np.testing.assert_allclose(r.cct, np.array(ref["cct"]["stream"]), rtol=1e-9)

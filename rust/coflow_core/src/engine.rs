@@ -16,6 +16,11 @@
 //!   smallest, found by one sequential pass over the groups' times); an
 //!   owner (the entity whose priority its flows inherit) gets its rate changed by the
 //!   difference, and its bytes are kept lazily the same way.
+//! - a level is a slot holding its groups; groups are found by (slot, path), so a
+//!   slot can change key as a whole (`relabel`): when most of a level's flows change
+//!   queue together (`stream`'s starvation raise and the demotion when the hold ends
+//!   move hundreds of units at one event), the slot changes key and only the units
+//!   that do not follow move, flow by flow (`rules.rs` `relabel_levels`).
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, HashMap};
@@ -198,8 +203,8 @@ pub struct Sim {
     pub act_o: Vec<u32>,
     pub o_pos: Vec<u32>,
     // groups (level, path)
+    /// group by (level slot, path)
     pub gmap: IdMap<u32>,
-    pub g_key: Vec<u64>,
     /// per group, the fields the fill and the re-rating touch together
     pub gh: Vec<GHot>,
     /// per group, the Filler's output (aalo)
@@ -289,6 +294,9 @@ pub struct Sim {
     pub x_at: Vec<f64>,
     pub x_list: Vec<u32>,
     pub x_mark: Vec<bool>,
+    /// scratch of `relabel_levels`: flows per (level slot, queue), each unit's slot
+    pub rl_rows: Vec<[u64; 16]>,
+    pub rl_slot: Vec<u32>,
 }
 
 impl Sim {
@@ -339,7 +347,6 @@ impl Sim {
             act_o: Vec::new(),
             o_pos: vec![NONE; n_owner],
             gmap: IdMap::default(),
-            g_key: Vec::new(),
             gh: Vec::new(),
             fill_out: Vec::new(),
             g_svc0: Vec::new(),
@@ -412,6 +419,8 @@ impl Sim {
             x_at: vec![f64::INFINITY; n_owner],
             x_list: Vec::new(),
             x_mark: vec![false; n_owner],
+            rl_rows: Vec::new(),
+            rl_slot: Vec::new(),
             par,
             inp,
         };
@@ -576,6 +585,25 @@ impl Sim {
         self.free_l.push(l as u32);
     }
 
+    /// Give level slot `l` the key `key`, which no level holds: its groups keep their
+    /// flows and service; the fill sees the level at its new place (the levels after
+    /// the higher of the two keys on its links are filled again).
+    pub fn relabel(&mut self, l: usize, key: u64) {
+        let old = self.lv[l].key;
+        if self.lmap.get(&old) == Some(&(l as u32)) {
+            self.lmap.remove(&old);
+        }
+        self.lmap.insert(key, l as u32);
+        self.lv[l].key = key;
+        self.lv[l].dirty = true;
+        let m = old.min(key);
+        for i in 0..self.lv[l].links.len() {
+            let lk = self.lv[l].links[i];
+            self.mark_link(lk, m);
+        }
+        self.lorder_dirty = true;
+    }
+
     /// Enter group `g` in its level's per-link lists.
     fn attach(&mut self, g: usize) {
         let w = self.inp.width;
@@ -665,17 +693,18 @@ impl Sim {
         }
     }
 
+    /// Group (level `key`, `path`), made if absent. Groups are found by their level's
+    /// slot, not its key, so that a level can change key (`relabel`) as a whole.
     fn group_of(&mut self, key: u64, path: u32) -> usize {
-        let gk = key * self.n_paths as u64 + path as u64;
+        let l = self.level_of(key);
+        let gk = l as u64 * self.n_paths as u64 + path as u64;
         if let Some(&g) = self.gmap.get(&gk) {
             return g as usize;
         }
-        let l = self.level_of(key);
         let g = match self.free_g.pop() {
             Some(g) => g as usize,
             None => {
-                let g = self.g_key.len();
-                self.g_key.push(0);
+                let g = self.gh.len();
                 self.gh.push(GHot::default());
                 self.fill_out.push(0.0);
                 self.g_svc0.push(0.0);
@@ -691,7 +720,6 @@ impl Sim {
                 g
             }
         };
-        self.g_key[g] = key;
         self.gh[g].path = path;
         self.gh[g].n = 0;
         self.gh[g].rate = 0.0;
@@ -711,7 +739,7 @@ impl Sim {
     }
 
     fn drop_group(&mut self, g: usize) {
-        let gk = self.g_key[g] * self.n_paths as u64 + self.gh[g].path as u64;
+        let gk = self.gh[g].lvl as u64 * self.n_paths as u64 + self.gh[g].path as u64;
         self.gmap.remove(&gk);
         self.detach(g);
         let l = self.gh[g].lvl as usize;
@@ -737,8 +765,15 @@ impl Sim {
     }
 
     /// The group's next completion (key a) and the earliest time its top flow is
-    /// within the completion tolerance (key b), after dropping stale heap entries.
+    /// within the completion tolerance (key b), after dropping stale heap entries;
+    /// inf for both when the group is not served.
     pub fn retime(&mut self, g: usize) {
+        if !(self.gh[g].rate > 0.0) {
+            // not served: no completion time (stale entries wait for the next re-time)
+            self.g_ta[g] = f64::INFINITY;
+            self.g_tb[g] = f64::INFINITY;
+            return;
+        }
         let heap = &mut self.g_heap[g];
         while let Some(&Reverse(e)) = heap.peek() {
             if self.f_grp[e.f as usize] == g as u32 && self.f_gen[e.f as usize] == e.gen {

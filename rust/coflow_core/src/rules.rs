@@ -11,6 +11,10 @@ use crate::model::*;
 /// engine's `DUE`), so that the event scheduled at a crossing demotes it.
 const DUE: f64 = 1.0 - 1e-9;
 
+/// `stream`'s queues are keys 0..K-1; a level that gives up its key while its units
+/// move out takes `TEMP_KEY` + its slot (`relabel_levels`).
+const TEMP_KEY: u64 = 1 << 40;
+
 /// The latest time that counts as `t` (the engines' event resolution).
 #[inline]
 fn now(t: f64) -> f64 {
@@ -93,6 +97,7 @@ impl Sim {
                     self.relay(t);
                 }
                 self.stream_decide(t);
+                self.relabel_levels();
                 for i in 0..self.act_o.len() {
                     let u = self.act_o[i] as usize;
                     let key = self.q[u] as u64;
@@ -193,6 +198,75 @@ impl Sim {
                     } else {
                         break;
                     }
+                }
+            }
+        }
+    }
+
+    /// Before the units move to their new queues: when most of a level's flows go
+    /// to the same queue (starvation mitigation raises every starving unit of a
+    /// level at once; they fall back together when their hold ends), the level
+    /// itself takes that queue's key (`relabel`) and the few units that do not follow
+    /// move instead. A level holding the target key first takes a key of its own
+    /// (`TEMP_KEY` + slot), which its units all leave. Each relabel lowers the number
+    /// of flows left to move; the moves that remain are made by `move_owner`. The
+    /// rates are those of the same levels, groups and flows as moving every unit.
+    fn relabel_levels(&mut self) {
+        let k = self.k;
+        let nl = self.lv.len();
+        self.rl_rows.clear();
+        self.rl_rows.resize(nl, [0u64; 16]);
+        self.rl_slot.clear();
+        let mut moving = false;
+        for i in 0..self.act_o.len() {
+            let u = self.act_o[i] as usize;
+            let l = match self.lmap.get(&self.o_key[u]) {
+                Some(&l) => l,
+                None => NONE,
+            };
+            self.rl_slot.push(l);
+            if l != NONE {
+                self.rl_rows[l as usize][self.q[u]] += self.o_flows[u].len() as u64;
+            }
+            moving |= self.o_key[u] != self.q[u] as u64;
+        }
+        if !moving {
+            return;
+        }
+        let mut relabelled = false;
+        for _ in 0..2 * k {
+            let mut best = (0i64, 0usize, 0usize);
+            for i in 0..self.lorder.len() {
+                let l = self.lorder[i] as usize;
+                let kx = self.lv[l].key;
+                let row = self.rl_rows[l];
+                let stay = if kx < k as u64 { row[kx as usize] } else { 0 };
+                for q in 0..k {
+                    if q as u64 == kx || row[q] == 0 {
+                        continue;
+                    }
+                    let held = self.lmap.get(&(q as u64)).map_or(0, |&y| self.rl_rows[y as usize][q]);
+                    let gain = row[q] as i64 - stay as i64 - held as i64;
+                    if gain > best.0 {
+                        best = (gain, l, q);
+                    }
+                }
+            }
+            if best.0 <= 0 {
+                break;
+            }
+            let (_, l, q) = best;
+            if let Some(&y) = self.lmap.get(&(q as u64)) {
+                self.relabel(y as usize, TEMP_KEY + y as u64);
+            }
+            self.relabel(l, q as u64);
+            relabelled = true;
+        }
+        if relabelled {
+            for i in 0..self.act_o.len() {
+                let l = self.rl_slot[i];
+                if l != NONE {
+                    self.o_key[self.act_o[i] as usize] = self.lv[l as usize].key;
                 }
             }
         }
