@@ -58,6 +58,44 @@ public final class Bench {
         return b;
     }
 
+    /**
+     * Aligns an input on event time (field 1 of a tuple, ms): holds tuples, oldest first,
+     * until the watermark of the other input, the oldest of its tasks' latest event times,
+     * has reached theirs.
+     */
+    public static final class Aligner {
+        private final int tasks;
+        private final Map<Integer, Long> latest = new HashMap<>();
+        private final java.util.PriorityQueue<org.apache.storm.tuple.Tuple> waiting =
+            new java.util.PriorityQueue<>((a, b) -> Long.compare(a.getLong(1), b.getLong(1)));
+
+        /** {@code tasks}: how many tasks send the input whose watermark releases tuples. */
+        public Aligner(int tasks) {
+            this.tasks = tasks;
+        }
+
+        /** Task {@code task} of the watermark's input has reached event time {@code ts}. */
+        public void mark(int task, long ts) {
+            latest.merge(task, ts, Math::max);
+        }
+
+        public void hold(org.apache.storm.tuple.Tuple t) {
+            waiting.add(t);
+        }
+
+        /** The oldest held tuple at or before the watermark, or null. */
+        public org.apache.storm.tuple.Tuple next() {
+            if (waiting.isEmpty() || latest.size() < tasks) {
+                return null;
+            }
+            long wm = Long.MAX_VALUE;
+            for (long ts : latest.values()) {
+                wm = Math.min(wm, ts);
+            }
+            return waiting.peek().getLong(1) <= wm ? waiting.poll() : null;
+        }
+    }
+
     /** Paces a spout to {@code rate} tuples per second (token bucket, burst of 1 s). */
     public static final class Pace {
         private final double rate;

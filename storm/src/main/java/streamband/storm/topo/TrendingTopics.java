@@ -1,6 +1,5 @@
 package streamband.storm.topo;
 
-import java.util.PriorityQueue;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
@@ -263,9 +262,7 @@ public final class TrendingTopics {
     public static class TopK extends BaseRichBolt {
         private OutputCollector out;
         private final Map<String, long[]> window = new HashMap<>(); // word -> {count, seen ms}
-        private final Map<Integer, Long> countTs = new HashMap<>();
-        private transient PriorityQueue<Tuple> waiting; // by event time
-        private int countTasks;
+        private transient Bench.Aligner partials;
         private long windowMs;
         private int topk;
         private long n;
@@ -278,19 +275,7 @@ public final class TrendingTopics {
             windowMs = (long) (1000 * Bench.num(conf, "bench.window.s", 30));
             topk = (int) Bench.num(conf, "bench.topk", 10);
             pad = Bench.payload((int) Bench.num(conf, "bench.bytes.ranking", 0), 11);
-            countTasks = ctx.getComponentTasks("count").size();
-            waiting = new PriorityQueue<>((a, b) -> Long.compare(a.getLong(1), b.getLong(1)));
-        }
-
-        private long watermark() {
-            if (countTs.size() < countTasks) {
-                return Long.MIN_VALUE;
-            }
-            long wm = Long.MAX_VALUE;
-            for (long ts : countTs.values()) {
-                wm = Math.min(wm, ts);
-            }
-            return wm;
+            partials = new Bench.Aligner(ctx.getComponentTasks("count").size());
         }
 
         private void merge(Tuple t, long now) {
@@ -328,11 +313,10 @@ public final class TrendingTopics {
                 }
                 return;
             }
-            countTs.merge(t.getSourceTask(), t.getLong(1), Math::max);
-            waiting.add(t);
-            long wm = watermark();
-            while (!waiting.isEmpty() && waiting.peek().getLong(1) <= wm) {
-                merge(waiting.poll(), now);
+            partials.mark(t.getSourceTask(), t.getLong(1));
+            partials.hold(t);
+            for (Tuple p = partials.next(); p != null; p = partials.next()) {
+                merge(p, now);
             }
         }
 

@@ -1,6 +1,5 @@
 package streamband.storm.topo;
 
-import java.util.PriorityQueue;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Random;
@@ -108,47 +107,31 @@ public final class TruckingIoT {
     /**
      * Each truck event with the latest congestion record of its route, once the traffic
      * stream's watermark (the oldest of the traffic tasks' latest event times) has reached
-     * the event's time; until then the event waits, un-acked, in arrival order.
+     * the event's time ({@link Bench.Aligner}); until then the event waits, un-acked.
      */
     public static class Combine extends BaseRichBolt {
         private OutputCollector out;
         private final Map<Integer, byte[]> congestion = new HashMap<>();
-        private final Map<Integer, Long> trafficTs = new HashMap<>();
-        private transient PriorityQueue<Tuple> waiting; // by event time
-        private int trafficTasks;
+        private transient Bench.Aligner trucks;
         private byte[] joined;
 
         @Override
         public void prepare(Map<String, Object> conf, TopologyContext ctx, OutputCollector collector) {
             out = collector;
             joined = Bench.payload((int) Bench.num(conf, "bench.bytes.joined", 1536), 13);
-            trafficTasks = ctx.getComponentTasks("traffic").size();
-            waiting = new PriorityQueue<>((a, b) -> Long.compare(a.getLong(1), b.getLong(1)));
-        }
-
-        private long watermark() {
-            if (trafficTs.size() < trafficTasks) {
-                return Long.MIN_VALUE;
-            }
-            long wm = Long.MAX_VALUE;
-            for (long ts : trafficTs.values()) {
-                wm = Math.min(wm, ts);
-            }
-            return wm;
+            trucks = new Bench.Aligner(ctx.getComponentTasks("traffic").size());
         }
 
         @Override
         public void execute(Tuple t) {
             if (t.getSourceComponent().equals("traffic")) {
                 congestion.put(t.getInteger(0), (byte[]) t.getValue(2));
-                trafficTs.merge(t.getSourceTask(), t.getLong(1), Math::max);
+                trucks.mark(t.getSourceTask(), t.getLong(1));
                 out.ack(t);
             } else {
-                waiting.add(t);
+                trucks.hold(t);
             }
-            long wm = watermark();
-            while (!waiting.isEmpty() && waiting.peek().getLong(1) <= wm) {
-                Tuple e = waiting.poll();
+            for (Tuple e = trucks.next(); e != null; e = trucks.next()) {
                 int route = e.getInteger(0);
                 out.emit(e, new Values(route, e.getLong(1), congestion.containsKey(route), joined));
                 out.ack(e);
