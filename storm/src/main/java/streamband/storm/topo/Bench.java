@@ -2,10 +2,12 @@ package streamband.storm.topo;
 
 import java.util.HashMap;
 import java.util.Map;
+import java.util.PriorityQueue;
 import java.util.TreeMap;
 import org.apache.storm.Config;
 import org.apache.storm.StormSubmitter;
 import org.apache.storm.generated.StormTopology;
+import org.apache.storm.tuple.Tuple;
 import org.apache.storm.utils.Utils;
 import streamband.storm.Udp;
 
@@ -66,8 +68,8 @@ public final class Bench {
     public static final class Aligner {
         private final int tasks;
         private final Map<Integer, Long> latest = new HashMap<>();
-        private final java.util.PriorityQueue<org.apache.storm.tuple.Tuple> waiting =
-            new java.util.PriorityQueue<>((a, b) -> Long.compare(a.getLong(1), b.getLong(1)));
+        private final PriorityQueue<Tuple> waiting =
+            new PriorityQueue<>((a, b) -> Long.compare(a.getLong(1), b.getLong(1)));
 
         /** {@code tasks}: how many tasks send the input whose watermark releases tuples. */
         public Aligner(int tasks) {
@@ -79,12 +81,12 @@ public final class Bench {
             latest.merge(task, ts, Math::max);
         }
 
-        public void hold(org.apache.storm.tuple.Tuple t) {
+        public void hold(Tuple t) {
             waiting.add(t);
         }
 
         /** The oldest held tuple at or before the watermark, or null. */
-        public org.apache.storm.tuple.Tuple next() {
+        public Tuple next() {
             if (waiting.isEmpty() || latest.size() < tasks) {
                 return null;
             }

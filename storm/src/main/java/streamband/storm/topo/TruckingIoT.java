@@ -6,6 +6,7 @@ import java.util.Random;
 import org.apache.storm.spout.SpoutOutputCollector;
 import org.apache.storm.task.OutputCollector;
 import org.apache.storm.task.TopologyContext;
+import org.apache.storm.topology.BoltDeclarer;
 import org.apache.storm.topology.OutputFieldsDeclarer;
 import org.apache.storm.topology.TopologyBuilder;
 import org.apache.storm.topology.base.BaseRichBolt;
@@ -21,8 +22,9 @@ import org.apache.storm.tuple.Values;
  * route (trucks by fields grouping on the route; records by {@code
  * bench.grouping.traffic}: {@code fields} on the route, or {@code all}, every combiner
  * gets every record) and the scorer reports. The combiner aligns the streams on event
- * time: a truck event waits (un-acked, oldest first) until every traffic task's records have reached
- * its time, so that "the latest record" is the one in force when the event happened.
+ * time: a truck event waits (un-acked, oldest first) until every traffic task's records
+ * have reached its time, so that "the latest record" is the one in force when the event
+ * happened.
  * Settings: {@code bench.rate}, {@code bench.bytes.truck|traffic|joined}, {@code
  * bench.routes}, {@code bench.grouping.traffic}, {@code bench.parallelism.COMPONENT}.
  */
@@ -35,7 +37,7 @@ public final class TruckingIoT {
             TopologyBuilder b = new TopologyBuilder();
             b.setSpout("trucks", new Events("truck", 1024, 11), Bench.parallel(conf, "trucks"));
             b.setSpout("traffic", new Events("traffic", 512, 12), Bench.parallel(conf, "traffic"));
-            org.apache.storm.topology.BoltDeclarer combine =
+            BoltDeclarer combine =
                 b.setBolt("combine", new Combine(), Bench.parallel(conf, "combine"))
                     .fieldsGrouping("trucks", new Fields("route"));
             if ("all".equals(conf.getOrDefault("bench.grouping.traffic", "fields"))) {
