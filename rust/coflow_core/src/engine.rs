@@ -29,6 +29,10 @@ use std::hash::{BuildHasherDefault, Hasher};
 use crate::fill::Filler;
 use crate::model::*;
 
+/// At most this many priority queues in `relabel_levels`'s per-level rows (`stream`'s K
+/// is 2..8, 004 §III-D, checked by its constructor and the CLI).
+pub const MAX_QUEUES: usize = 16;
+
 /// A multiplicative hasher for the u64 keys of the group and level maps.
 #[derive(Default)]
 pub struct IdHasher(u64);
@@ -295,7 +299,7 @@ pub struct Sim {
     pub x_list: Vec<u32>,
     pub x_mark: Vec<bool>,
     /// scratch of `relabel_levels`: flows per (level slot, queue), each unit's slot
-    pub rl_rows: Vec<[u64; 16]>,
+    pub rl_rows: Vec<[u64; MAX_QUEUES]>,
     pub rl_slot: Vec<u32>,
 }
 

@@ -4,7 +4,7 @@
 //! event; the engine moves the flows of an owner whose key changed. Mirrors the Python
 //! scheduler classes in `streamband.sim.coflow.schedulers`.
 
-use crate::engine::{Hist, Sim};
+use crate::engine::{Hist, Sim, MAX_QUEUES};
 use crate::model::*;
 
 /// A unit is demoted once W y exceeds the limit less 1e-9 relative (the Python
@@ -215,7 +215,7 @@ impl Sim {
         let k = self.k;
         let nl = self.lv.len();
         self.rl_rows.clear();
-        self.rl_rows.resize(nl, [0u64; 16]);
+        self.rl_rows.resize(nl, [0u64; MAX_QUEUES]);
         self.rl_slot.clear();
         let mut moving = false;
         for i in 0..self.act_o.len() {
