@@ -129,9 +129,9 @@ def _options(backend: str, seconds: float | None, repeat: int, max_pending: int 
     if max_pending is not None and not 0 <= max_pending <= 1_000_000:
         raise OptionError(f"--max-pending: expected 0..1000000 tuples (0: unbounded), "
                           f"got {max_pending}")
-    if tuple_scale is not None and backend != "storm":
-        raise OptionError(f"--tuple-scale: applies to --backend storm only, got {backend}")
     if tuple_scale is not None:
+        if backend != "storm":
+            raise OptionError(f"--tuple-scale: applies to --backend storm only, got {backend}")
         number(tuple_scale, "--tuple-scale", 1.0, 1000.0)
     return Options(backend=backend, seconds=seconds, repeat=repeat,  # type: ignore[arg-type]
                    max_pending=max_pending, tuple_scale=tuple_scale, **more)
