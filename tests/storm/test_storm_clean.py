@@ -28,7 +28,7 @@ def test_clean_stops_unmarked_storm_jvm(tmp_path: Path):
     env = {k: v for k, v in os.environ.items() if k != MARK and not k.startswith("STREAMBAND")}
     cmd = ["java", "-Xmx64m", "-cp", f"{home / 'lib' / '*'}", f"-Dstorm.home={home}",
            "org.apache.storm.shade.org.apache.zookeeper.server.ZooKeeperServerMain",
-           f"127.0.0.1:{PORT}", str(tmp_path / "zk")]
+           str(PORT), str(tmp_path / "zk")]
     log = (tmp_path / "zk.out").open("wb")
     zk = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
                           start_new_session=True)
