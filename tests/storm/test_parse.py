@@ -1,5 +1,7 @@
 """The kernel's view of connections: ``ss -tinpH state established`` parsed."""
 
+import os
+
 from streamband.storm.sockets import parse_ss, tcp_sockets
 
 SAMPLE = """\
@@ -32,8 +34,11 @@ def test_reads_this_namespace():
     peer.recv(10000)
     port, srv_port = cli.getsockname()[1], srv.getsockname()[1]
     mine = [s for s in tcp_sockets() if s.src_port == port]
+    plain = [s for s in tcp_sockets(processes=False) if s.src_port == port]
     cli.close()
     peer.close()
     srv.close()
     assert [s.dst_port for s in mine] == [srv_port]
     assert mine[0].bytes_acked >= 5000
+    assert os.getpid() in mine[0].pids  # which process holds it, with ss -p
+    assert [s.four_tuple for s in plain] == [mine[0].four_tuple] and plain[0].pids == ()

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -16,7 +17,7 @@ from streamband.control.api_client import ControllerClient
 from streamband.experiments.spec import load_spec as load_experiment
 from streamband.model.flows import FlowMap
 from streamband.testbed import ovs
-from streamband.testbed.clean import leftovers, marked_processes
+from streamband.testbed.clean import clean, leftovers, marked_processes
 from streamband.testbed.cli import app
 from streamband.testbed.harness.dag import Dag
 from streamband.testbed.harness.run import run_dag
@@ -25,6 +26,7 @@ from streamband.testbed.registry import read_state
 from streamband.testbed.spec import load_spec
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the testbed needs root")
+DEFAULT_CC = Path("/proc/sys/net/ipv4/tcp_congestion_control")
 SMALL = "star:hosts=2,link_mbps=20,api=127.0.0.1:8191,openflow=127.0.0.1:6663"
 
 
@@ -44,17 +46,29 @@ def test_up_status_down_via_cli(cleanup):
 
 
 def test_clean_after_kill_9(cleanup):
-    r = CliRunner().invoke(app, ["up", SMALL])
-    assert r.exit_code == 0, r.output
-    st = read_state()
-    assert st is not None
-    for pid in (st["pid"], st["controller_pid"]):
-        os.kill(pid, signal.SIGKILL)
-    time.sleep(0.5)
-    assert leftovers()  # bridges, veths, host shells survive the crash
-    r = CliRunner().invoke(app, ["clean"])
-    assert r.exit_code == 0, r.output
-    assert leftovers() == [] and marked_processes() == []
+    """Clean-up after a crash removes what the testbed started and gives the machine back
+    its allowed congestion controls (the testbed widened them for the hosts' algorithm)."""
+    before = ALLOWED_CC.read_text()
+    default = DEFAULT_CC.read_text().strip()
+    other = "reno" if default != "reno" else "cubic"
+    try:
+        ALLOWED_CC.write_text(default)  # so that the hosts' `other` must widen the list
+        r = CliRunner().invoke(app, ["up", f"{SMALL},congestion_control={other}"])
+        assert r.exit_code == 0, r.output
+        assert set(ALLOWED_CC.read_text().split()) == {default, other}
+        st = read_state()
+        assert st is not None
+        for pid in (st["pid"], st["controller_pid"]):
+            os.kill(pid, signal.SIGKILL)
+        time.sleep(0.5)
+        assert leftovers()  # bridges, veths, host shells survive the crash
+        r = CliRunner().invoke(app, ["clean"])
+        assert r.exit_code == 0, r.output
+        assert leftovers() == [] and marked_processes() == []
+        assert ALLOWED_CC.read_text().split() == [default]
+    finally:
+        clean()  # restores the list the testbed kept, if a check above failed first
+        ALLOWED_CC.write_text(before)
 
 
 def test_bad_spec_starts_nothing(cleanup):

@@ -55,6 +55,7 @@ regrouping (:meth:`~streamband.alloc.registry.PolicyEntry.periods`).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -307,6 +308,33 @@ def sender_split_links(routing: sp.spmatrix | sp.sparray, link_kind: np.ndarray,
     arrived = np.asarray(on.T @ np.maximum(state.sent, 0.0)).ravel()
     has_flow = np.asarray(on.sum(axis=0)).ravel() > 0
     return (np.asarray(link_kind) == DOWNLINK) & has_flow & (held <= KEEP_UP * arrived)
+
+
+def appaware_store(p: AllocProblem) -> np.ndarray:
+    """000 Algorithm 1 (:func:`~streamband.alloc.appaware.appaware`) for receivers that
+    keep the tuples they wait with in a store of their own (a join's, an event-time
+    aligner's) rather than in the input queues the profiler reads: eq. (3) in place of
+    problem (4) on the downlinks whose receivers keep up (:func:`sender_split_links`),
+    as ``hierarchical`` does inside each application's share. On Storm, the Trending
+    Topics aggregator and the Trucking IoT combiner hold their tuples so (L^r = 0), and
+    problem (4) then repeats the last step's split: after a step in which the
+    aggregator's inputs trickled it capped them to 0.5 Mbit/s of a 10 Mbit/s link.
+
+    Examples
+    --------
+    A join's two inputs into one 10 bit/s downlink, receivers holding nothing, the
+    first input's sender 3 times as far behind: split 3:1 by eq. (3).
+
+    >>> r = sp.csr_matrix(np.ones((2, 1)))
+    >>> z, ls = np.zeros(2), np.array([3.0, 1.0])
+    >>> p = AllocProblem(routing=r, capacity=np.array([10.0]),
+    ...                  link_kind=np.array([DOWNLINK]), state=FlowState(ls, ls, z, z, z),
+    ...                  dt=1.0)
+    >>> appaware_store(p).tolist()
+    [7.5, 2.5]
+    """
+    kind = np.where(sender_split_links(p.routing, p.link_kind, p.state), UPLINK, p.link_kind)
+    return appaware(replace(p, link_kind=kind))
 
 
 def _crosses(routing: sp.spmatrix | sp.sparray) -> sp.csr_matrix:

@@ -27,7 +27,7 @@ from typing import Literal
 import numpy as np
 
 from streamband.alloc.appaware import appaware
-from streamband.alloc.appfair import appfair, hierarchical
+from streamband.alloc.appfair import appaware_store, appfair, hierarchical
 from streamband.alloc.base import AllocProblem, Policy
 from streamband.alloc.maxmin import maxmin
 from streamband.alloc.weighted import weighted
@@ -80,6 +80,9 @@ POLICIES: dict[str, PolicyEntry] = {e.name: e for e in (
     PolicyEntry("maxmin", "loop", maxmin, "max-min fairness enforced by the manager loop"),
     PolicyEntry("appaware", "loop", appaware, "000 Algorithm 1: problems (3) and (4), "
                 "internal-link scaling, backfill (§VI-C)"),
+    PolicyEntry("appaware-store", "loop", appaware_store, "000 Algorithm 1 for receivers "
+                "that keep waiting tuples in their own store: eq. (3) on downlinks whose "
+                "receivers keep up"),
     PolicyEntry("weighted", "loop", weighted, "001 §III-D: rates proportional to tuple sizes"),
     PolicyEntry("observe", "loop", uncapped, "the manager loop observes and logs but caps "
                 "nothing (plain TCP; a control: a bench's checks must fail for it)"),

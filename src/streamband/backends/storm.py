@@ -56,7 +56,8 @@ if TYPE_CHECKING:
     from streamband.experiments.spec import ExperimentSpec
     from streamband.model.app import App
 
-SocketReader = Callable[[str], list[TcpSocket]]
+#: a host's established sockets: (host ip, with the processes that hold them)
+SocketReader = Callable[[str, bool], list[TcpSocket]]
 
 
 def read_snapshot(path: Path) -> dict[str, Any]:
@@ -123,7 +124,7 @@ def latency_percentiles(counts: dict[int, float], qs: tuple[float, ...] = (50.0,
 
 def host_reader(netns: dict[str, int | None]) -> SocketReader:
     """Reads a host's sockets with ``ss`` in its namespace (``netns``: ip -> pid)."""
-    return lambda ip: tcp_sockets(netns.get(ip))
+    return lambda ip, processes=True: tcp_sockets(netns.get(ip), processes)
 
 
 class StormProfiler:
@@ -153,17 +154,29 @@ class StormProfiler:
         self.flow_state()  # the baseline: the first interval starts now
 
     def _kernel(self) -> list[TcpSocket | None]:
+        """Each pair's sender-side socket: found by the 4-tuple it had at the last read,
+        which needs no process list; a pair seen for the first time or reconnected is
+        found among its host's sockets by the worker that holds it (``ss -p``)."""
         if self.sockets is None:
             return [None] * len(self.pairs)
-        by_host: dict[str, list[TcpSocket]] = {}
+        plain: dict[str, dict[tuple[Any, ...], TcpSocket]] = {}
+        full: dict[str, list[TcpSocket]] = {}
         out: list[TcpSocket | None] = []
-        for p in self.pairs:
+        for i, p in enumerate(self.pairs):
             if not p.remote:
                 out.append(None)
                 continue
-            if p.src.host not in by_host:
-                by_host[p.src.host] = self.sockets(p.src.host)
-            out.append(connection(p, by_host[p.src.host]))
+            known, s = self._conn[i], None
+            if known is not None:
+                if p.src.host not in plain:
+                    plain[p.src.host] = {x.four_tuple: x
+                                         for x in self.sockets(p.src.host, False)}
+                s = plain[p.src.host].get(known)
+            if s is None:
+                if p.src.host not in full:
+                    full[p.src.host] = self.sockets(p.src.host, True)
+                s = connection(p, full[p.src.host])
+            out.append(s)
         return out
 
     def flow_state(self) -> FlowState:

@@ -116,7 +116,8 @@ class ManagerMetrics:
 class AllocationLog:
     """One JSON line per allocation: time, rates (null = uncapped), classes (when the
     policy decides them), the links found bottlenecked at this step (``hot``) and those
-    treated so (``held``, with the manager's hysteresis), optimizer ms, the flow state
+    treated so (``held``, with the manager's hysteresis), optimizer ms, the step's
+    phases in ms (``phase_ms``: link statistics, profile, decide, enforce), the flow state
     and the capacities the policy saw."""
 
     def __init__(self, path: Path) -> None:
@@ -132,6 +133,8 @@ class AllocationLog:
             **({"classes": [int(c) for c in alloc.classes]} if alloc.classes is not None else {}),
             **({"hot": np.flatnonzero(alloc.hot).tolist()} if alloc.hot is not None else {}),
             **({"held": np.flatnonzero(alloc.held).tolist()} if alloc.held is not None else {}),
+            **({"phase_ms": {k: round(v * 1e3, 1) for k, v in alloc.phase_s.items()}}
+               if alloc.phase_s is not None else {}),
             **extra,
         }
         self.f.write(json.dumps(rec) + "\n")

@@ -74,7 +74,8 @@ class ClassEnforcer(Protocol):
 class Allocation:
     """One step's decision. ``hot``: the links whose demands reached capacity at this
     step (000 Algorithm 1 line 11); ``held``: those the policy treated as bottlenecked
-    (``hot`` plus the links still held by the manager's hysteresis)."""
+    (``hot`` plus the links still held by the manager's hysteresis); ``phase_s``: seconds
+    the step spent reading the link statistics, the profile, deciding and enforcing."""
 
     time: float
     rates_bps: np.ndarray
@@ -82,6 +83,7 @@ class Allocation:
     classes: np.ndarray | None = None
     hot: np.ndarray | None = None
     held: np.ndarray | None = None
+    phase_s: dict[str, float] | None = None
 
 
 @dataclass
@@ -190,8 +192,11 @@ class Manager:
         for enf in (self.enforcer, self.classer):
             if enf is not None and hasattr(enf, "lease_s"):
                 enf.lease_s = lease
+        t_stats = time.perf_counter()
         capacity = self.linkstats.allocatable()
+        t_profile = time.perf_counter()
         state = self.profiler.flow_state()
+        t_decide = time.perf_counter()
         problem = AllocProblem(
             routing=self.routing,  # type: ignore[arg-type]
             capacity=capacity,
@@ -224,11 +229,14 @@ class Manager:
         if self.guard is not None and not self.guard.decide(
                 e, problem.capacity, hot, rates, 8.0 * problem.state.sent / problem.dt):
             rates = np.full(e.n_flows, np.inf)  # TCP's own split: the move is too small
+        t_enforce = time.perf_counter()
         self.enforcer.enforce(rates)
         if decision.classes is not None:
             assert self.classer is not None
             self.classer.assign(decision.classes)
         self.memory = decision.memory
-        alloc = Allocation(now, rates, spent, decision.classes, now_hot, hot)
+        phases = {"linkstats": t_profile - t_stats, "profile": t_decide - t_profile,
+                  "decide": t_enforce - t_decide, "enforce": time.perf_counter() - t_enforce}
+        alloc = Allocation(now, rates, spent, decision.classes, now_hot, hot, phases)
         self.history.append(alloc)
         return alloc

@@ -62,10 +62,13 @@ def parse_ss(text: str) -> list[TcpSocket]:
     return out
 
 
-def tcp_sockets(netns_pid: int | None = None) -> list[TcpSocket]:
+def tcp_sockets(netns_pid: int | None = None, processes: bool = True) -> list[TcpSocket]:
     """Established TCP sockets of a network namespace (that of ``netns_pid``, or this
-    process's)."""
-    cmd = ["ss", "-tinpH", "state", "established"]
+    process's); ``processes=False`` leaves out which processes hold each socket
+    (``TcpSocket.pids`` empty), which costs ``ss`` a walk of every process's file
+    descriptors: 8 testbed hosts beside a 10-worker Storm cluster took 0.76 s with them
+    and 0.21 s without."""
+    cmd = ["ss", "-tinpH" if processes else "-tinH", "state", "established"]
     if netns_pid is not None:
         cmd = ["nsenter", f"--net=/proc/{netns_pid}/ns/net", *cmd]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=10)

@@ -1,7 +1,9 @@
 """Clean-up as a first-class command (Mininet's ``mn -c``, for this project only):
-kill every process carrying the project's mark, delete the project's bridges and
-veths, stop OVS if the project started it. Works after ``kill -9`` of anything,
-since it reads the kernel's and OVS's state, not the project's memory."""
+kill every process carrying the project's mark and every Storm JVM run from the
+project's ``storm.home``, delete the project's bridges and veths, give the machine back
+its allowed congestion controls, stop OVS if the project started it. Works after
+``kill -9`` of anything, since it reads the kernel's and OVS's state, not the project's
+memory."""
 
 from __future__ import annotations
 
@@ -14,10 +16,15 @@ import time
 from pathlib import Path
 
 from streamband.testbed import ovs
-from streamband.testbed.registry import MARK, RUN_DIR, STATE
+from streamband.testbed.network import restore_congestion_control
+from streamband.testbed.registry import ALLOWED_CC_BEFORE, MARK, RUN_DIR, STATE
 
 IFACE = re.compile(r"^(sb[hs]\d+-eth\d+|sbm\d+)(@\S+)?$")  # sbm: a management link
 STORE = RUN_DIR / "swift"  # the Swift store's files (configs, devices, its state)
+STORM_HOME_ARG = b"-Dstorm.home="
+#: processes started while clean-up kills (a Supervisor relaunching its workers, a
+#: cluster half-way through its start) are found by scanning again, this many times
+ROUNDS = 5
 
 
 def _ancestors() -> set[int]:
@@ -49,6 +56,36 @@ def marked_processes() -> list[int]:
     return sorted(found)
 
 
+def storm_processes() -> list[int]:
+    """Pids of the Storm JVMs (daemons, workers, log writers) whose ``-Dstorm.home`` is a
+    home the project built (its ``.complete`` file, :func:`streamband.storm.home.ensure_home`),
+    whether or not they carry the mark (never this process's line)."""
+    mine = _ancestors()
+    homes: dict[bytes, bool] = {}
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit() or int(d.name) in mine:
+            continue
+        try:
+            args = (d / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        for a in args:
+            if a.startswith(STORM_HOME_ARG):
+                home = a[len(STORM_HOME_ARG):]
+                if home not in homes:
+                    homes[home] = (Path(os.fsdecode(home)) / ".complete").is_file()
+                if homes[home]:
+                    found.append(int(d.name))
+                break
+    return sorted(found)
+
+
+def project_processes() -> list[int]:
+    """The marked processes and the project's Storm JVMs."""
+    return sorted(set(marked_processes()) | set(storm_processes()))
+
+
 def project_interfaces() -> list[str]:
     out = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
     names = []
@@ -63,7 +100,7 @@ def project_interfaces() -> list[str]:
 
 def leftovers() -> list[str]:
     """Everything of the project's that still exists."""
-    left = [f"process {p}" for p in marked_processes()]
+    left = [f"process {p}" for p in project_processes()]
     left += [f"bridge {b}" for b in ovs.project_bridges()]
     left += [f"interface {i}" for i in project_interfaces()]
     netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
@@ -72,6 +109,8 @@ def leftovers() -> list[str]:
         left.append(f"state {STATE}")
     if STORE.exists():
         left.append(f"swift store {STORE}")
+    if ALLOWED_CC_BEFORE.exists():
+        left.append(f"widened tcp_allowed_congestion_control ({ALLOWED_CC_BEFORE})")
     return left
 
 
@@ -96,9 +135,12 @@ def terminate(pids: list[int], grace_s: float = 1.0) -> list[int]:
 def clean(stop_ovs: bool = True) -> list[str]:
     """Remove everything the project started; returns what was removed."""
     removed: list[str] = []
-    pids = marked_processes()
-    removed += [f"process {p}" for p in pids]
-    terminate(pids)
+    for _ in range(ROUNDS):
+        pids = project_processes()
+        if not pids:
+            break
+        removed += [f"process {p}" for p in pids]
+        terminate(pids)
     for b in ovs.project_bridges():
         ovs.vsctl("--if-exists", "del-br", b, check=False)
         removed.append(f"bridge {b}")
@@ -111,6 +153,9 @@ def clean(stop_ovs: bool = True) -> list[str]:
     if STORE.exists():
         shutil.rmtree(STORE, ignore_errors=True)
         removed.append(f"swift store {STORE}")
+    before = restore_congestion_control()
+    if before is not None:
+        removed.append(f"tcp_allowed_congestion_control widened (back to {before!r})")
     if stop_ovs and ovs.stop_if_ours():
         removed.append("openvswitch daemons")
     return removed

@@ -24,6 +24,7 @@ from streamband.model.routing import Router
 from streamband.model.topology import Topology
 from streamband.testbed import ovs
 from streamband.testbed.registry import (
+    ALLOWED_CC_BEFORE,
     HOST_PREFIX,
     MARK,
     SWITCH_PREFIX,
@@ -51,7 +52,10 @@ def allow_congestion_control(name: str) -> str | None:
     ``net.ipv4.tcp_allowed_congestion_control`` (else EPERM), and that list holds the
     machine's default and reno: on a machine whose default is bbr, a host asked for cubic
     silently kept bbr. Adds ``name`` to the list; returns the list as it was when
-    changed (for :meth:`Testbed.stop` to restore), None when ``name`` was allowed.
+    changed (for :meth:`Testbed.stop` to restore), None when ``name`` was allowed. The
+    list as it was is also kept in ``ALLOWED_CC_BEFORE`` until restored, so that
+    ``streamband testbed clean`` restores it after a ``kill -9`` of the testbed
+    (:func:`restore_congestion_control`).
 
     Raises
     ------
@@ -65,8 +69,24 @@ def allow_congestion_control(name: str) -> str | None:
     if name not in avail:
         raise TestbedError(f"congestion_control: {name!r} is not available in this kernel "
                            f"(available: {' '.join(avail)})")
+    if not ALLOWED_CC_BEFORE.exists():  # a kept list is the machine's own: keep it
+        ALLOWED_CC_BEFORE.parent.mkdir(parents=True, exist_ok=True)
+        ALLOWED_CC_BEFORE.write_text(" ".join(allowed))
     ALLOWED_CC.write_text(" ".join([*allowed, name]))
     return " ".join(allowed)
+
+
+def restore_congestion_control() -> str | None:
+    """Give the machine back the allowed list :func:`allow_congestion_control` widened;
+    returns the list restored, None when nothing was kept."""
+    try:
+        before = ALLOWED_CC_BEFORE.read_text().strip()
+    except FileNotFoundError:
+        return None
+    if before:
+        ALLOWED_CC.write_text(before)
+    ALLOWED_CC_BEFORE.unlink(missing_ok=True)
+    return before or None
 
 
 def _mininet() -> Any:
@@ -388,7 +408,7 @@ class Testbed:
             self.controller.wait(10)
             self.controller = None
         if self._allowed_before is not None:
-            ALLOWED_CC.write_text(self._allowed_before)
+            restore_congestion_control()
             self._allowed_before = None
         st = read_state()
         if st and st.get("pid") == os.getpid():

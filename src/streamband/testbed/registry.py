@@ -6,7 +6,10 @@
   of anything.
 - Every bridge carries ``external_ids:streamband=1`` and a ``sbs`` name; every
   node and interface name starts with ``sb`` (``sbh3-eth0``, ``sbs1-eth3``).
-- ``RUN_DIR`` holds the state of the testbed that is up (JSON) and a lock.
+- Every Storm JVM (daemon, worker, log writer) runs from the ``storm.home`` the project
+  built (``-Dstorm.home=``, its ``.complete`` file), marked or not.
+- ``RUN_DIR`` holds the state of the testbed that is up (JSON), a lock, and the machine's
+  ``tcp_allowed_congestion_control`` as it was before the testbed widened it.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 RUN_DIR = Path(os.environ.get("STREAMBAND_RUN_DIR", "/run/streamband"))
 STATE = RUN_DIR / "testbed.json"
 OVS_STARTED = RUN_DIR / "ovs-started"
+ALLOWED_CC_BEFORE = RUN_DIR / "allowed-cc-before"
 MARK = "STREAMBAND_TESTBED"
 HOST_PREFIX, SWITCH_PREFIX = "sbh", "sbs"
 
