@@ -134,6 +134,39 @@ impl Level {
     }
 }
 
+/// The smallest of `xs` (times, never NaN), inf if empty: eight running minima, so
+/// that the pass over every group's time is vectorized (the minimum is exact in any
+/// order).
+fn min_time(xs: &[f64]) -> f64 {
+    let mut m = [f64::INFINITY; 8];
+    let mut chunks = xs.chunks_exact(8);
+    for c in &mut chunks {
+        for j in 0..8 {
+            m[j] = if c[j] < m[j] { c[j] } else { m[j] };
+        }
+    }
+    let mut best = chunks.remainder().iter().fold(f64::INFINITY, |a, &x| if x < a { x } else { a });
+    for x in m {
+        if x < best {
+            best = x;
+        }
+    }
+    best
+}
+
+/// A group's live heap top: threshold (in the group's service), tolerance and flow;
+/// threshold inf when the heap holds no live flow, NaN when not known (the top left).
+#[derive(Clone, Copy)]
+pub struct Top {
+    pub thr: f64,
+    pub tol: f64,
+    pub f: u32,
+}
+
+impl Top {
+    pub const UNKNOWN: Top = Top { thr: f64::NAN, tol: 0.0, f: NONE };
+}
+
 /// A group's hot fields: rate, rate at this fill, path, flows, last fill, level.
 #[derive(Clone, Copy, Default)]
 pub struct GHot {
@@ -216,6 +249,9 @@ pub struct Sim {
     pub g_svc0: Vec<f64>,
     pub g_t0: Vec<f64>,
     pub g_heap: Vec<BinaryHeap<Reverse<HE>>>,
+    /// per group, its heap's live top (`Top`): a re-time after a rate change reads
+    /// this, not the heap and its flows
+    pub g_top: Vec<Top>,
     pub g_own: Vec<Owners>,
     pub g_lpos: Vec<u32>,
     pub free_g: Vec<u32>,
@@ -356,6 +392,7 @@ impl Sim {
             g_svc0: Vec::new(),
             g_t0: Vec::new(),
             g_heap: Vec::new(),
+            g_top: Vec::new(),
             g_own: Vec::new(),
             g_lpos: Vec::new(),
             free_g: Vec::new(),
@@ -714,6 +751,7 @@ impl Sim {
                 self.g_svc0.push(0.0);
                 self.g_t0.push(0.0);
                 self.g_heap.push(BinaryHeap::new());
+                self.g_top.push(Top::UNKNOWN);
                 self.g_own.push(Owners::default());
                 self.g_lpos.push(NONE);
                 self.g_rt.push(false);
@@ -731,6 +769,7 @@ impl Sim {
         self.g_svc0[g] = 0.0;
         self.g_t0[g] = 0.0;
         self.g_heap[g].clear();
+        self.g_top[g] = Top::UNKNOWN;
         self.g_own[g].clear();
         self.gh[g].lvl = l as u32;
         let lvl = &mut self.lv[l];
@@ -778,20 +817,26 @@ impl Sim {
             self.g_tb[g] = f64::INFINITY;
             return;
         }
-        let heap = &mut self.g_heap[g];
-        while let Some(&Reverse(e)) = heap.peek() {
-            if self.f_grp[e.f as usize] == g as u32 && self.f_gen[e.f as usize] == e.gen {
-                break;
+        if self.g_top[g].thr.is_nan() {
+            let heap = &mut self.g_heap[g];
+            while let Some(&Reverse(e)) = heap.peek() {
+                if self.f_grp[e.f as usize] == g as u32 && self.f_gen[e.f as usize] == e.gen {
+                    break;
+                }
+                heap.pop();
             }
-            heap.pop();
+            self.g_top[g] = match self.g_heap[g].peek() {
+                Some(&Reverse(e)) => Top { thr: e.thr, tol: self.tol(e.f), f: e.f },
+                None => Top { thr: f64::INFINITY, tol: 0.0, f: NONE },
+            };
         }
         let r = self.gh[g].rate;
-        let (a, b) = match self.g_heap[g].peek() {
-            Some(&Reverse(e)) if r > 0.0 => {
-                let tc = self.g_t0[g] + (e.thr - self.g_svc0[g]) / r;
-                (tc, tc - self.tol(e.f) / r)
-            }
-            _ => (f64::INFINITY, f64::INFINITY),
+        let Top { thr, tol, .. } = self.g_top[g];
+        let (a, b) = if thr < f64::INFINITY {
+            let tc = self.g_t0[g] + (thr - self.g_svc0[g]) / r;
+            (tc, tc - tol / r)
+        } else {
+            (f64::INFINITY, f64::INFINITY)
         };
         self.g_ta[g] = a;
         self.g_tb[g] = b;
@@ -847,6 +892,10 @@ impl Sim {
         self.f_grp[f] = g as u32;
         self.f_thr[f] = s + rem;
         self.g_heap[g].push(Reverse(HE { thr: s + rem, f: f as u32, gen: self.f_gen[f] }));
+        let top = &mut self.g_top[g];
+        if !top.thr.is_nan() && (s + rem, f as u32) < (top.thr, top.f) {
+            *top = Top { thr: s + rem, tol: TOL_REL * self.inp.f_size[f] + TOL_BYTES, f: f as u32 };
+        }
         self.gh[g].n += 1;
         self.resize(g, 1.0);
         self.g_own[g].add(o as u32);
@@ -864,6 +913,9 @@ impl Sim {
         let rem = self.f_thr[f] - self.svc(g, t);
         self.f_grp[f] = NONE;
         self.f_gen[f] = self.f_gen[f].wrapping_add(1);
+        if self.g_top[g].f == f as u32 {
+            self.g_top[g] = Top::UNKNOWN;
+        }
         self.gh[g].n -= 1;
         self.resize(g, -1.0);
         self.g_own[g].sub(o as u32);
@@ -1062,7 +1114,7 @@ impl Sim {
             self.after_fill(t);
             self.flush_retime();
             let t_s = self.next_sched_event(t);
-            let t_c = self.g_ta.iter().fold(f64::INFINITY, |m, &x| m.min(x));
+            let t_c = min_time(&self.g_ta);
             let t_rel = rel.peek().map_or(f64::INFINITY, |r| r.0 .0);
             let t_next = t_c.min(t_rel).min(t_s);
             if !t_next.is_finite() {

@@ -96,14 +96,17 @@ impl Sim {
             self.wsum[lk as usize] = lvl.lw[slot];
         }
         self.lv[l] = lvl;
+        // the per-link group lists, out of the level while it is filled (`fix` reads
+        // the level's slots and use, not these)
+        let lgroups = std::mem::take(&mut self.lv[l].lgroups);
         // groups crossing a link with nothing left
         for slot in 0..self.lv[l].links.len() {
             let lk = self.lv[l].links[slot] as usize;
             if self.work[lk] > 0.0 {
                 continue;
             }
-            for i in 0..self.lv[l].lgroups[slot].len() {
-                let g = self.lv[l].lgroups[slot][i] as usize;
+            for &g in &lgroups[slot] {
+                let g = g as usize;
                 if self.gh[g].epoch == self.epoch {
                     continue;
                 }
@@ -156,8 +159,8 @@ impl Sim {
             for bi in 0..self.bott.len() {
                 let lb = self.bott[bi] as usize;
                 let slot = self.lv[l].lslot[lb] as usize;
-                for i in 0..self.lv[l].lgroups[slot].len() {
-                    let g = self.lv[l].lgroups[slot][i] as usize;
+                for &g in &lgroups[slot] {
+                    let g = g as usize;
                     if self.gh[g].epoch == self.epoch {
                         continue;
                     }
@@ -177,6 +180,7 @@ impl Sim {
                 }
             }
         }
+        self.lv[l].lgroups = lgroups;
         for &lk in &self.lv[l].links {
             self.wsum[lk as usize] = 0.0;
         }
