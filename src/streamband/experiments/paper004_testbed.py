@@ -208,7 +208,8 @@ def run_testbed(wl: Workload, st: Setting, repeat: int, out: Path,
                           f"{st.link_mbps * st.background:g}M"],
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         stop = threading.Event()
-        renewer = threading.Thread(target=_renew, args=(client, stop), daemon=True)
+        renewer = threading.Thread(target=_renew, args=(ControllerClient(spec.api), stop),
+                                   daemon=True)  # its own HTTP client: its own thread
         renewer.start()
         try:
             n = 0
@@ -246,20 +247,26 @@ def one_run(tb: Any, client: Any, port: str, rx: str, p: dict[str, Any], base: P
     categories ``cats``; a coflow not done by the deadline counts the deadline."""
     base.parent.mkdir(parents=True, exist_ok=True)
     res = base.with_suffix(".json")
-    ready = Path(str(res) + ".ready")
-    for f in (res, ready, Path(str(res) + ".go")):
+    for f in (res, Path(str(res) + ".ready"), Path(str(res) + ".go")):
         f.unlink(missing_ok=True)
     plan_file = base.with_suffix(".plan.json")
     plan_file.write_text(json.dumps(dict(p, t0=None)))  # the receiver waits for t0
     agent = [sys.executable, "-m", "streamband.testbed.coflow"]
+    with base.with_suffix(".log").open("w") as log:
+        return _agents(tb, client, port, rx, p, plan_file, res, agent, log, cats)
+
+
+def _agents(tb: Any, client: Any, port: str, rx: str, p: dict[str, Any], plan_file: Path,
+            res: Path, agent: list[str], log: Any, cats: np.ndarray) -> dict[str, Any]:
+    """:func:`one_run`'s processes (their stderr to ``log``) and its row."""
+    ready = Path(str(res) + ".ready")
     rxp = tb.popen(rx, [*agent, "receiver", str(plan_file), "--out", str(res)],
-                   stdout=subprocess.DEVNULL, stderr=open(base.with_suffix(".rx.log"), "w"))  # noqa: SIM115
-    t_ready = time.monotonic() + 10
+                   stdout=subprocess.DEVNULL, stderr=log)
+    t_ready = time.monotonic() + 60  # NumPy and the simulator load on a busy machine
     while not ready.exists():
         if rxp.poll() is not None or time.monotonic() > t_ready:
             rxp.kill()
-            raise PreconditionError(f"the coflow receiver did not start (see "
-                                    f"{base.with_suffix('.rx.log')})")
+            raise PreconditionError(f"the coflow receiver did not start (see {log.name})")
         time.sleep(0.05)
     before = client.class_bytes(port)
     p = dict(p, t0=time.time() + START_S)
@@ -267,9 +274,7 @@ def one_run(tb: Any, client: Any, port: str, rx: str, p: dict[str, Any], base: P
     Path(str(res) + ".go").write_text(repr(p["t0"]))
     senders = sorted({f["sender"] for f in p["flows"]})
     sps = [tb.popen(h, [*agent, "sender", str(plan_file), "--host", h],
-                    stdout=subprocess.DEVNULL,
-                    stderr=open(base.with_suffix(f".{h}.log"), "w"))  # noqa: SIM115
-           for h in senders]
+                    stdout=subprocess.DEVNULL, stderr=log) for h in senders]
     try:
         rxp.wait(timeout=p["t0"] - time.time() + p["deadline_s"] + 10)
     except subprocess.TimeoutExpired:
