@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -18,7 +17,6 @@ import pytest
 from streamband.errors import OptionError
 from streamband.experiments.base import Options
 from streamband.experiments.paper004_testbed import (
-    START_S,
     Setting,
     plan,
     scaled_trace,
@@ -28,7 +26,7 @@ from streamband.experiments.paper004_testbed import (
 from streamband.sim.coflow.schedulers.stream import demoted
 from streamband.sim.coflow.schedulers.thresholds import thresholds
 from streamband.sim.coflow.trace import MIB, read_trace
-from streamband.testbed.coflow import tos_of
+from streamband.testbed.coflow import launch, tos_of
 
 
 @pytest.fixture
@@ -77,25 +75,16 @@ def test_bad_options_stop_before_anything(opts, words):
 
 
 def _loopback(tmp_path: Path, mode: str, wl, st: Setting) -> tuple[dict, dict]:
-    """The bench's sequence (plan without t0, receiver ready, t0, senders) on 127.0.0.1."""
+    """The bench's launch (every agent ready before t0) with processes on 127.0.0.1."""
     ips = {f"w{i}": "127.0.0.1" for i in range(1, st.hosts + 1)}
     p = plan(wl, st, mode, 0.0, ips, 17500 + (mode == "tcp") + int(time.time()) % 400 * 2)
-    p["deadline_s"] = 60.0
-    res, pf = tmp_path / f"{mode}.json", tmp_path / f"{mode}.plan.json"
-    pf.write_text(json.dumps(dict(p, t0=None)))
-    agent = [sys.executable, "-m", "streamband.testbed.coflow"]
-    rx = subprocess.Popen([*agent, "receiver", str(pf), "--out", str(res)])
-    t_end = time.monotonic() + 60
-    while not Path(f"{res}.ready").exists():
-        assert rx.poll() is None and time.monotonic() < t_end
-        time.sleep(0.05)
-    p["t0"] = time.time() + START_S
-    pf.write_text(json.dumps(p))
-    Path(f"{res}.go").write_text(repr(p["t0"]))
-    senders = [subprocess.Popen([*agent, "sender", str(pf), "--host", h])
-               for h in sorted({f["sender"] for f in p["flows"]})]
-    assert rx.wait(90) == 0
-    assert [s.wait(30) for s in senders] == [0] * len(senders)
+    p = dict(p, deadline_s=60.0, sync=str(tmp_path / f"{mode}.sync"))
+    res = tmp_path / f"{mode}.json"
+    with (tmp_path / f"{mode}.log").open("w") as log:
+        rx, senders = launch(lambda _h, cmd, **kw: subprocess.Popen(cmd, **kw), p, "w7", res,
+                             log)
+        assert rx.wait(90) == 0
+        assert [s.wait(30) for s in senders] == [0] * len(senders)
     return p, json.loads(res.read_text())
 
 
@@ -105,6 +94,8 @@ def test_agents_over_loopback(trace, tmp_path):
     for mode in ("stream", "tcp"):
         p, r = _loopback(tmp_path, mode, wl, st)
         assert r["complete"] and r["errors"] == []
+        lag = [v - f["start"] for v, f in zip(r["flow_seen_s"], p["flows"], strict=True)]
+        assert max(lag) < 0.5, lag  # every process was up before t0: no flow late
         assert r["bytes"] == [f["bytes"] for f in p["flows"]]
         assert all(v is not None and v >= 0 for v in r["cct_s"])
         if mode == "tcp":

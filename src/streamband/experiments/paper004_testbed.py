@@ -40,7 +40,6 @@ import math
 import os
 import statistics
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import asdict, dataclass, replace
@@ -58,7 +57,7 @@ from streamband.sim.coflow.run import GBIT, simulate
 from streamband.sim.coflow.schedulers.thresholds import thresholds
 from streamband.sim.coflow.trace import MIB, Coflow, Trace
 from streamband.sim.coflow.workloads import CATEGORIES, Workload, from_trace
-from streamband.testbed.coflow import tos_of
+from streamband.testbed.coflow import START_S, launch, tos_of
 
 TITLE = "paper 004 (Stream) on real TCP: the testbed's strict-priority classes vs TCP"
 #: 004 Fig. 5, scenario one (117 coflows, 2160 flows): TCP's figure over Stream's
@@ -75,8 +74,6 @@ CLASS_BASE = 1  # Stream's queue q is class 1 + q
 LEASE_S = 3.0
 RENEW_S = 1.0
 PORT = 7100
-#: from the receiver's go to t0: the senders (standard library only) start meanwhile
-START_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -242,51 +239,31 @@ def _renew(client: Any, stop: threading.Event) -> None:
 
 def one_run(tb: Any, client: Any, port: str, rx: str, p: dict[str, Any], base: Path,
             cats: np.ndarray) -> dict[str, Any]:
-    """One plan on the testbed (receiver on ``rx``, ``port`` its switch port): the
-    receiver first, then the senders at ``t0``; CCTs summarized with the coflows'
-    categories ``cats``; a coflow not done by the deadline counts the deadline."""
-    base.parent.mkdir(parents=True, exist_ok=True)
+    """One plan on the testbed (receiver on ``rx``, ``port`` its switch port): every
+    agent started and ready before t0 (:func:`~streamband.testbed.coflow.launch`);
+    CCTs summarized with the coflows' categories ``cats``; a coflow not done by the
+    deadline counts the deadline."""
     res = base.with_suffix(".json")
-    for f in (res, Path(str(res) + ".ready"), Path(str(res) + ".go")):
-        f.unlink(missing_ok=True)
-    plan_file = base.with_suffix(".plan.json")
-    plan_file.write_text(json.dumps(dict(p, t0=None)))  # the receiver waits for t0
-    agent = [sys.executable, "-m", "streamband.testbed.coflow"]
+    res.unlink(missing_ok=True)
+    p = dict(p, sync=str(base.with_suffix(".sync")))
     with base.with_suffix(".log").open("w") as log:
-        return _agents(tb, client, port, rx, p, plan_file, res, agent, log, cats)
-
-
-def _agents(tb: Any, client: Any, port: str, rx: str, p: dict[str, Any], plan_file: Path,
-            res: Path, agent: list[str], log: Any, cats: np.ndarray) -> dict[str, Any]:
-    """:func:`one_run`'s processes (their stderr to ``log``) and its row."""
-    ready = Path(str(res) + ".ready")
-    rxp = tb.popen(rx, [*agent, "receiver", str(plan_file), "--out", str(res)],
-                   stdout=subprocess.DEVNULL, stderr=log)
-    t_ready = time.monotonic() + 60  # NumPy and the simulator load on a busy machine
-    while not ready.exists():
-        if rxp.poll() is not None or time.monotonic() > t_ready:
-            rxp.kill()
-            raise PreconditionError(f"the coflow receiver did not start (see {log.name})")
-        time.sleep(0.05)
-    before = client.class_bytes(port)
-    p = dict(p, t0=time.time() + START_S)
-    plan_file.write_text(json.dumps(p))
-    Path(str(res) + ".go").write_text(repr(p["t0"]))
-    senders = sorted({f["sender"] for f in p["flows"]})
-    sps = [tb.popen(h, [*agent, "sender", str(plan_file), "--host", h],
-                    stdout=subprocess.DEVNULL, stderr=log) for h in senders]
-    try:
-        rxp.wait(timeout=p["t0"] - time.time() + p["deadline_s"] + 10)
-    except subprocess.TimeoutExpired:
-        rxp.terminate()
-        rxp.wait(10)
-    for s in sps:
+        before = client.class_bytes(port)
         try:
-            s.wait(timeout=5)
+            rxp, sps = launch(tb.popen, p, rx, res, log)
+        except RuntimeError as err:
+            raise PreconditionError(str(err)) from None
+        try:
+            rxp.wait(timeout=START_S + p["deadline_s"] + 10)
         except subprocess.TimeoutExpired:
-            s.kill()
-            s.wait(5)
-    after = client.class_bytes(port)
+            rxp.terminate()  # it writes what it has
+            rxp.wait(10)
+        for s in sps:
+            try:
+                s.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                s.kill()
+                s.wait(5)
+        after = client.class_bytes(port)
     got = json.loads(res.read_text())
     cct = np.array([np.nan if v is None else v for v in got["cct_s"]])
     done = np.isfinite(cct)

@@ -40,8 +40,10 @@ import json
 import selectors
 import socket
 import struct
+import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,6 +52,66 @@ HEADER = struct.Struct("!I")  # the flow's index in the plan
 CHUNK = 64 * 1024
 TICK_S = 0.01  # the receiver's decision period and both loops' longest wait
 MODES = ("stream", "tcp")
+GO_WAIT_S = 60.0  # how long a process waits for the go (or the launcher for "ready")
+START_S = 0.5  # from the go to t0
+
+
+def sync_t0(plan: dict[str, Any], name: str) -> float | None:
+    """``t0`` (wall clock): the plan's, or, when it has none, report ``name`` ready in
+    the plan's ``sync`` directory and wait for its ``go`` file, which holds t0 (None
+    after :data:`GO_WAIT_S`)."""
+    if plan.get("t0") is not None:
+        return float(plan["t0"])
+    d = Path(plan["sync"])
+    (d / f"{name}.ready").write_text("1")
+    go = d / "go"
+    t_end = time.monotonic() + GO_WAIT_S
+    while not go.exists():
+        if time.monotonic() > t_end:
+            return None
+        time.sleep(0.02)
+    return float(go.read_text())
+
+
+def launch(popen: Callable[..., subprocess.Popen[Any]], plan: dict[str, Any], rx_host: str,
+           out: Path, log: Any) -> tuple[subprocess.Popen[Any], list[subprocess.Popen[Any]]]:
+    """Start the receiver (on ``rx_host``, results to ``out``) and every sender of
+    ``plan`` (which has no ``t0``) with ``popen(host, cmd, **kw)`` (a testbed's
+    :meth:`~streamband.testbed.network.Testbed.popen`, or a plain one on loopback), wait
+    until all report ready, then give them t0 = now + :data:`START_S`: no flow starts
+    late because a process was slow to start. Returns the receiver and the senders.
+
+    Raises
+    ------
+    RuntimeError
+        If a process exits or stays silent for :data:`GO_WAIT_S` before the go (every
+        process started is killed first).
+    """
+    sync = Path(plan["sync"])
+    sync.mkdir(parents=True, exist_ok=True)
+    for f in sync.iterdir():
+        f.unlink()
+    pf = sync / "plan.json"
+    pf.write_text(json.dumps(dict(plan, t0=None)))
+    agent = [sys.executable, "-m", "streamband.testbed.coflow"]
+    kw = {"stdout": subprocess.DEVNULL, "stderr": log}
+    procs = {"receiver": popen(rx_host, [*agent, "receiver", str(pf), "--out", str(out)], **kw)}
+    for h in sorted({f["sender"] for f in plan["flows"]}):
+        procs[h] = popen(h, [*agent, "sender", str(pf), "--host", h], **kw)
+    t_end = time.monotonic() + GO_WAIT_S
+    while not all((sync / f"{n}.ready").exists() for n in procs):
+        dead = [n for n, p in procs.items() if p.poll() is not None]
+        if dead or time.monotonic() > t_end:
+            for p in procs.values():
+                p.kill()
+            raise RuntimeError(f"coflow agents {dead or 'silent'} did not start "
+                               f"(see {getattr(log, 'name', 'the log')})")
+        time.sleep(0.02)
+    tmp = sync / "go.tmp"
+    tmp.write_text(repr(time.time() + START_S))
+    tmp.replace(sync / "go")
+    rx = procs.pop("receiver")
+    return rx, list(procs.values())
 
 
 def tos_of(cls: int) -> int:
@@ -83,8 +145,11 @@ class _Flow:
 
 def send(plan: dict[str, Any], host: str) -> int:
     """Start this host's flows at their times, send their bytes, follow the queue the
-    receiver tells each flow (DSCP marking with a lease)."""
-    t0 = float(plan["t0"])
+    receiver tells each flow (DSCP marking with a lease). Exit code 0 if every flow
+    was sent and ended by the receiver, 2 without a go."""
+    t0 = sync_t0(plan, host)
+    if t0 is None:
+        return 2
     stream = plan["mode"] == "stream"
     base, lease = int(plan["class_base"]), float(plan["lease_s"])
     todo = sorted((fl["start"], i) for i, fl in enumerate(plan["flows"]) if fl["sender"] == host)

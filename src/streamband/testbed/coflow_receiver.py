@@ -21,9 +21,7 @@ from typing import Any
 import numpy as np
 
 from streamband.sim.coflow.schedulers.stream import demoted
-from streamband.testbed.coflow import CHUNK, HEADER, TICK_S
-
-GO_WAIT_S = 60.0
+from streamband.testbed.coflow import CHUNK, HEADER, TICK_S, sync_t0
 
 
 @dataclass
@@ -44,7 +42,7 @@ class Receiver:
 
     def __post_init__(self) -> None:
         p = self.plan
-        self.t0 = float(p["t0"]) if p.get("t0") is not None else time.time()
+        self.t0 = time.time()  # set again by the go
         self.flows = p["flows"]
         n_c = len(p["coflows"])
         self.tau = np.array([math.inf if t is None else float(t) for t in p["tau"]])
@@ -197,9 +195,9 @@ class Receiver:
 
 
 def receive(plan: dict[str, Any], out: Path) -> int:
-    """Listen, report ready (``OUT.ready``), wait for ``t0`` (the plan's or, when it
-    has none, ``OUT.go``'s), serve until every flow ended or the deadline, write the
-    results; exit code 0 if every flow ended."""
+    """Listen, wait for ``t0`` (:func:`~streamband.testbed.coflow.sync_t0`), serve until
+    every flow ended or the deadline, write the results; exit code 0 if every flow
+    ended, 2 without a go."""
     rx = Receiver(plan, out)
 
     def stop(*_: object) -> None:
@@ -211,17 +209,10 @@ def receive(plan: dict[str, Any], out: Path) -> int:
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     ls.bind(("0.0.0.0", int(plan["port"])))
     ls.listen(1024)
-    Path(str(out) + ".ready").write_text("1")
-    if plan.get("t0") is None:  # the bench gives t0 once every process is up
-        go = Path(str(out) + ".go")
-        t_end = time.monotonic() + GO_WAIT_S
-        while not go.exists():
-            if time.monotonic() > t_end:
-                return 2
-            time.sleep(0.02)
-        rx.t0 = float(go.read_text())
+    t0 = sync_t0(plan, "receiver")
+    if t0 is None:
+        return 2
+    rx.t0 = t0
     rx.serve(ls)
     rx.write()
     return 0 if rx.done() else 1
-
-
