@@ -194,10 +194,10 @@ def run_testbed(wl: Workload, st: Setting, repeat: int, out: Path,
         rx, bg = f"w{st.senders + 1}", f"w{st.hosts}"
         port = tb.switch_port(rx)
         ips = {h: tb.ip(h) for h in tb.topo.hosts}
+        # the port's classes, under a lease; the background's flow listed in class 0
+        bgflow = {"src_ip": ips[bg], "dst_ip": ips[rx], "proto": "udp"}
+        client.put_classes([{"flow": bgflow, "cls": BG_CLASS, "port": port}], lease_s=LEASE_S)
         if st.background > 0:
-            bgflow = {"src_ip": ips[bg], "dst_ip": ips[rx], "proto": "udp"}
-            client.put_classes([{"flow": bgflow, "cls": BG_CLASS, "port": port}],
-                               lease_s=LEASE_S)
             tb.popen(rx, ["iperf3", "-s", "-p", "5301"], stdout=subprocess.DEVNULL,
                      stderr=subprocess.DEVNULL)
             time.sleep(0.5)
@@ -427,10 +427,19 @@ def publish(out: Path, res: dict[str, Any], console: Console) -> Outcome:
     rep.table(cmp.header, cmp.rows, legend=cmp.legend)
     rep.heading("Runs")
     rep.table(["repeat", "mode", "avg CCT s", "p95 s", "mice avg s",
-               *[f"cat {c}" for c in CATEGORIES], "coflows done", "class MB 0..7"],
+               *[f"cat {c}" for c in CATEGORIES], "coflows done", "class MB 0..7",
+               "first bytes late s"],
               [[r["repeat"], r["mode"], r["avg_cct_s"], r["p95_cct_s"], r["mice_avg_cct_s"],
                 *[r["avg_cct_by_category"][c] for c in CATEGORIES], r["coflows_done"],
-                " ".join(f"{b / 1e6:.1f}" for b in r["class_bytes"])] for r in res["runs"]])
+                " ".join(f"{b / 1e6:.1f}" for b in r["class_bytes"]),
+                None if r["start_lag_s"] is None else
+                f"{r['start_lag_s']['median']:.3f} / {r['start_lag_s']['max']:.3f}"]
+               for r in res["runs"]],
+              legend={"class MB 0..7": "bytes each class carried on the receivers' port "
+                      "(class 0: background; stream: queue q in class 1 + q; tcp: class 7)",
+                      "first bytes late s": "median / max over flows of when the flow's "
+                      "first bytes reached the receiver less its arrival (handshake, SYN "
+                      "losses)"})
     rep.table(["simulator", "avg CCT s", "p95 s", "mice avg s",
                *[f"cat {c}" for c in CATEGORIES]],
               [[k, v["avg_cct_s"], v["p95_cct_s"], v["mice_avg_cct_s"],
