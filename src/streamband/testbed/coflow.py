@@ -17,9 +17,10 @@ the hosts' namespaces (``python -m streamband.testbed.coflow receiver|sender PLA
   of that queue (``IP_TOS``); the switch port toward the receiver serves the classes
   in strict priority (:mod:`streamband.sdn.priority`: CSn -> class 7 - n). Queue q is
   class ``class_base + q``.
-- Lease: a sender that has heard no decision for ``lease_s`` stops marking (DSCP 0,
-  plain TCP), so a crashed receiver leaves no priority behind; the port's classes
-  themselves hold only under the controller's lease.
+- Lease: a sender that has heard no decision for ``lease_s`` since the last one (the
+  receiver tells a flow its queue as soon as the flow's first bytes arrive) stops
+  marking (DSCP 0, plain TCP), so a crashed receiver leaves no priority behind; the
+  port's classes themselves hold only under the controller's lease.
 - Starvation mitigation (004 §III-D): a coflow with open flows that received nothing
   for ``starve_s`` is raised one queue and held there ``starve_s`` (the simulator's
   rule). 004 uses 10 ms, "which is TCP RTOmin"; Linux's RTOmin is 200 ms, the
@@ -37,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import selectors
 import socket
 import struct
@@ -139,7 +141,7 @@ class _Flow:
     sock: socket.socket
     sent: int = 0
     tos: int = 0
-    heard: float = 0.0
+    heard: float = math.inf  # when the receiver's last decision came (none yet: inf)
     connected: bool = False
 
 
@@ -165,7 +167,7 @@ def send(plan: dict[str, Any], host: str) -> int:
             k += 1
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             s.setblocking(False)
-            f = _Flow(i, int(plan["flows"][i]["bytes"]), s, heard=now)
+            f = _Flow(i, int(plan["flows"][i]["bytes"]), s)
             if stream:
                 f.tos = tos_of(base)  # every coflow starts in the highest queue
                 s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, f.tos)
