@@ -17,8 +17,8 @@ import pytest
 from streamband.control.api_client import ControllerClient
 from streamband.experiments.paper004_testbed import LEASE_S, one_run
 from streamband.sim.coflow.trace import MIB
+from streamband.testbed.clean import leftovers
 from streamband.testbed.network import Testbed
-from streamband.testbed.registry import MARK
 from streamband.testbed.spec import load_spec
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the testbed needs root")
@@ -35,21 +35,6 @@ def _plan(mode: str, ip: str, port: int) -> dict:
             "coflows": [{"id": 0, "arrival": 0.0}, {"id": 1, "arrival": B_START}],
             "flows": [{"coflow": 0, "sender": "w1", "bytes": A_BYTES, "start": 0.0},
                       {"coflow": 1, "sender": "w2", "bytes": B_BYTES, "start": B_START}]}
-
-
-def _ours() -> list[int]:
-    """Processes still marked as this test's children (the testbed's clean-up mark)."""
-    left = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            env = open(f"/proc/{pid}/environ", "rb").read()  # noqa: SIM115
-        except OSError:
-            continue
-        if f"{MARK}={os.getpid()}".encode() in env.split(b"\0"):
-            left.append(int(pid))
-    return left
 
 
 def test_demoted_coflow_is_served_below_a_fresh_one(cleanup, tmp_path):
@@ -86,4 +71,7 @@ def test_demoted_coflow_is_served_below_a_fresh_one(cleanup, tmp_path):
     # B ahead of A: about as fast as alone under Stream, sharing under TCP
     assert st["cct_s"][1] < 1.5 * ALONE_S, st["cct_s"]
     assert tcp["cct_s"][1] > 1.3 * st["cct_s"][1], (tcp["cct_s"], st["cct_s"])
-    assert _ours() == []  # the testbed and every agent are gone
+    t_end = time.monotonic() + 5  # killed processes take a moment to go
+    while (left := leftovers()) and time.monotonic() < t_end:
+        time.sleep(0.2)
+    assert left == []  # the testbed and every agent are gone (before the fixture's clean)
