@@ -385,8 +385,20 @@ def compare(res: dict[str, Any]) -> Comparison:
               "the same "
               f"repeat ({len(tcp_runs)} repeats); min, max: their spread",
               "simulator fs / stream": "the fluid simulator on the same scaled workload"}
+    notes = []
+    for mode in MODES:
+        rs = [r for r in rows if r["mode"] == mode]
+        if rs:
+            late = [r["start_lag_s"]["max"] for r in rs if r["start_lag_s"]]
+            notes.append(
+                f"{mode}: last flow done at {statistics.median(r['wall_s'] for r in rs):.1f} s "
+                f"(median over runs; {sum(res['spec']['coflow_mb']):.1f} MB at the coflows' "
+                f"{res['spec']['coflow_mbps']:g} Mbit/s take "
+                f"{sum(res['spec']['coflow_mb']) * 8 / res['spec']['coflow_mbps']:.1f} s); "
+                f"latest first bytes of a flow {statistics.median(late) if late else 0:.2f} s "
+                "after its arrival (median over runs): SYN and first-window losses")
     return Comparison(header, table, checks, title="Stream vs TCP on the testbed, beside "
-                      "004 Fig. 5 and the simulator", legend=legend)
+                      "004 Fig. 5 and the simulator", legend=legend, notes=notes)
 
 
 def _coflow_bytes(row: dict[str, Any]) -> int:
@@ -462,6 +474,8 @@ def publish(out: Path, res: dict[str, Any], console: Console) -> Outcome:
              f"{sp['repeat']} repeat(s) of each mode.")
     rep.heading(cmp.title)
     rep.table(cmp.header, cmp.rows, legend=cmp.legend)
+    for note in cmp.notes:
+        rep.para(note)
     rep.heading("Runs")
     rep.table(["repeat", "mode", "avg CCT s", "p95 s", "mice avg s",
                *[f"cat {c}" for c in CATEGORIES], "coflows done", "class MB 0..7",
