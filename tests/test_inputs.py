@@ -186,6 +186,9 @@ def test_bad_run_options(tmp_path, args, words):
     (["paper-001", "--policy", "tcp"], ("--policy", "manager-loop policy")),
     (["paper-001", "--policy", "fastest"], ("unknown policy 'fastest'",)),
     (["joint", "--seconds", "nan"], ("--seconds",)),
+    (["paper-004", "--backend", "testbed", "--full-trace"], ("--full-trace", "--backend sim")),
+    (["paper-004", "--backend", "testbed", "--seconds", "5"], ("--seconds", "10..3600")),
+    (["paper-004", "--backend", "storm"], ("--backend", "runs on sim, testbed")),
 ])
 def test_bad_bench_options(tmp_path, args, words):
     refused(["bench", *args, "--out", str(tmp_path / "o")], *words, root=tmp_path)

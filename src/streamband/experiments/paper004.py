@@ -18,6 +18,10 @@ What runs (every run through the compiled loops, two at a time on 2 cores):
 - Information-Relay's delay: stream with 0, one round trip, 1 ms, 10 ms and 100 ms on
   the many-to-many TPC-DS DAGs (where receivers of a coflow share senders).
 
+``--backend testbed``: 004 §IV-A's testbed experiment on real TCP, Stream's
+receiver-driven priorities in the testbed's strict-priority classes against plain TCP
+(:mod:`streamband.experiments.paper004_testbed`).
+
 Checks that can fail: on every single-wave fabric stream's average CCT beats fs's and
 baraat's (004's claim); when one does not, the per-category averages are in the notes.
 """
@@ -50,7 +54,7 @@ from streamband.sim.coflow.workloads import CATEGORIES, from_trace, many_to_many
 
 NAME = "paper-004"
 TITLE = "paper 004 (Stream): decentralized coflow scheduling"
-BACKENDS = ("sim",)
+BACKENDS = ("sim", "testbed")
 TRACE = ("data", "FB2010-1Hr-150-0.txt")
 N_PREFIX = 100
 N_DAGS = 10
@@ -333,8 +337,13 @@ def _tables(rep: Report, res: dict) -> None:
 
 def run(out: Path, opts: Options, console: Console) -> Outcome:
     """Run every scenario; print and write the factors beside 004's, with checks."""
+    if opts.backend == "testbed":  # 004 §IV-A on real TCP
+        from streamband.experiments import paper004_testbed
+
+        return paper004_testbed.run(out, opts, console)
     if opts.backend != "sim":
-        raise OptionError(f"--backend: paper-004 runs on sim only, got {opts.backend!r}")
+        raise OptionError(f"--backend: paper-004 runs on {', '.join(BACKENDS)}, got "
+                          f"{opts.backend!r}")
     trace = shared_file(*TRACE)
     res = bench(trace, full=opts.full_trace, console=console)
     return publish(out, res, console)

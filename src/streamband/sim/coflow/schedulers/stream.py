@@ -69,6 +69,38 @@ def wp_weight(subid: np.ndarray, alpha: float, form: str) -> np.ndarray:
     return np.maximum(lit, 1.0)
 
 
+def eq2_limit(tau: np.ndarray, n_seen: np.ndarray, n_fin: np.ndarray, y: np.ndarray,
+              alpha: float, unit: float = MIB) -> np.ndarray:
+    """Right side of 004's eq. (2) test for a unit in a queue of threshold ``tau``:
+    ``tau + alpha H_c`` with eq. (3)'s ``H_c = tau (n_fin / n + n unit / y)`` (``n``
+    flows seen, at least 1; ``y`` bytes seen); inf for the last queue (tau = inf).
+    ``unit`` is the MiB of eq. (3) (a workload whose sizes are scaled by s passes
+    ``s MiB``, with thresholds scaled alike, and gets the same decisions)."""
+    n = np.maximum(n_seen, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        h = tau * (n_fin / n + np.where(y > 0, n * unit / np.maximum(y, 1e-300), 1e300))
+        lim = tau + alpha * h
+    return np.where(np.isfinite(tau), lim, np.inf)  # the last queue has no limit
+
+
+def demoted(q: np.ndarray, y: np.ndarray, n_seen: np.ndarray, n_fin: np.ndarray,
+            w: np.ndarray, tau: np.ndarray, alpha: float, unit: float = MIB,
+            free: np.ndarray | bool = True) -> np.ndarray:
+    """The queues after 004's eq. (2) test, repeated until every unit fits: a unit in
+    queue k (of ``len(tau)``) whose ``W y`` exceeds :func:`eq2_limit` goes to k+1;
+    queues never rise (P_f = max(P_f, P_f')); units not ``free`` (held by starvation
+    mitigation) stay. Arrays are per unit; returns a new array."""
+    q = np.array(q, np.int64)
+    k = len(tau)
+    for _ in range(k - 1):
+        lim = eq2_limit(tau[q], n_seen, n_fin, y, alpha, unit)
+        dem = free & (q < k - 1) & (w * y > lim * DUE)
+        if not dem.any():
+            break
+        q[dem] += 1
+    return q
+
+
 class Stream(Scheduler):
     name = "stream"
 
@@ -194,24 +226,11 @@ class Stream(Scheduler):
         wl = self.sim.wl
         return self.x + self.beta * (self._peers() + self.cp[wl.unit_group])
 
-    def _limit(self, q: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """Right side of the eq. (2) test, tau_k + alpha H_c with H_c of eq. (3)."""
-        tau = self.tau[q]
-        n = np.maximum(self.n_seen, 1.0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            h = tau * (self.n_fin / n + np.where(y > 0, n * MIB / np.maximum(y, 1e-300), 1e300))
-            lim = tau + self.alpha * h
-        return np.where(np.isfinite(tau), lim, np.inf)  # the last queue has no limit
-
     def _decide(self, t: float) -> None:
         self._relay(t)
         y = self._seen()
-        free = self.hold_until <= t
-        for _ in range(self.K - 1):
-            dem = free & (self.q < self.K - 1) & (self.W * y > self._limit(self.q, y) * DUE)
-            if not dem.any():
-                break
-            self.q[dem] += 1  # never rises back: P_f = max(P_f, P_f')
+        self.q = demoted(self.q, y, self.n_seen, self.n_fin, self.W, self.tau, self.alpha,
+                         free=self.hold_until <= t)
 
     def levels(self, act: np.ndarray, t: float) -> np.ndarray:
         self._decide(t)

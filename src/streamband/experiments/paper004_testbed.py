@@ -1,0 +1,522 @@
+"""Paper 004 on real TCP (``streamband bench paper-004 --backend testbed``): Stream's
+receiver-driven priorities carried by the testbed's strict-priority classes, against
+plain TCP, on a scaled-down FB2010 workload (004 §IV-A, "Testbed Experiment").
+
+004's testbed: 8 servers on one 1 GbE switch with strict priority classified by DSCP;
+6 run senders, one runs the receivers (many-to-one), the 8th sends iperf background
+traffic at 50 % of the link; Stream's average CCT is 1.3x (scenario one) and 1.27x
+(two) below TCP fair sharing's, mice coflows' 1.7x and 1.87x, the 95th percentile's
+1.58x and 1.72x (Fig. 5).
+
+Here (:class:`Setting`): the star testbed with 8 hosts (``w1``..``w6`` senders,
+``w7`` the receivers' host, ``w8`` background) on ``link_mbps`` links; background: a
+UDP iperf3 flow at ``background`` x the link from ``w8`` to ``w7``, listed in the
+highest class 0 of the receiver's port in both modes, so the coflows share the rest
+in both (a constant 50 % taken off, as 004's steady background). The workload: the
+first ``coflows`` coflows of FB2010 in trace order, each a coflow of one receiver
+(all its reducers on ``w7``) and one flow per distinct sender host (mapper rack mod
+6), its bytes split evenly over them; each coflow's bytes capped at ``cap_mib`` MiB
+(the trace's 1 TiB coflow would otherwise be the whole run), then scaled by
+``size_scale`` (testbed bytes per trace byte); arrivals scaled by ``time_scale``.
+Stream's thresholds (10 MiB x 10^k, 4 queues) and eq. (3)'s MiB are scaled by
+``size_scale`` alike, so the receivers decide as on the unscaled sizes.
+
+Modes (:mod:`streamband.testbed.coflow`): ``stream`` (receivers decide, senders mark
+DSCP, queue q in class 1 + q), ``tcp`` (no marking: every coflow byte in the default
+class 7, plain TCP sharing among the coflows in one 8-packet leaf) and ``tcp-fifo``
+(the port without classes, as Mininet shapes it: one HTB class with its default
+1000-packet leaf, the background UDP in the same queue; plain TCP as the testbed is
+without any priority machinery). ``tcp`` isolates the marking (same port, same
+classes); ``tcp-fifo`` shows what the short leaves cost TCP. The simulator runs the same workload
+(trace sizes, the coflow share of the link scaled by ``1 / size_scale``: the same
+times) on a big switch with fs and stream, for the factor the fluid model predicts.
+
+Checks that can fail: every run carried every byte of every flow; in stream runs the
+receivers' decisions reached the switch (coflow bytes in at least two classes, the
+demoted ones below class 1) and in tcp runs no coflow byte was marked; Stream's
+median average CCT beats each baseline's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+import subprocess
+import threading
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+from rich.console import Console
+
+from streamband.errors import OptionError, PreconditionError
+from streamband.experiments.base import Check, Comparison, Options, Outcome, distance, show
+from streamband.report.html import Report, write_json
+from streamband.sim.coflow.run import GBIT, simulate
+from streamband.sim.coflow.schedulers.thresholds import thresholds
+from streamband.sim.coflow.trace import MIB, Coflow, Trace
+from streamband.sim.coflow.workloads import CATEGORIES, Workload, from_trace
+from streamband.testbed.coflow import START_S, launch, tos_of
+
+TITLE = "paper 004 (Stream) on real TCP: the testbed's strict-priority classes vs TCP"
+#: 004 Fig. 5, scenario one (117 coflows, 2160 flows): TCP's figure over Stream's
+PAPER: dict[str, tuple[float, str]] = {
+    "avg": (1.3, "§IV-A: 'Stream achieves better performance by 1.3x and 1.27x on average "
+                 "in the first and second scenario'"),
+    "mice": (1.7, "§IV-A: 'Stream reduces the average CCT of mice coflows by up to 1.7x "
+                  "and 1.87x respectively'"),
+    "p95": (1.58, "§IV-A: 'better performance by up 1.58x and 1.72x at 95th percentile'"),
+}
+#: tcp: the port's classes as under stream, nothing marked (every coflow byte in class 7,
+#: one 8-packet leaf); tcp-fifo: the port as Mininet shapes it without classes (one HTB
+#: class, its default 1000-packet leaf; the background shares it), plain TCP
+MODES = ("tcp", "tcp-fifo", "stream")
+BASELINES = ("tcp", "tcp-fifo")
+BG_CLASS = 0
+CLASS_BASE = 1  # Stream's queue q is class 1 + q
+LEASE_S = 3.0
+RENEW_S = 1.0
+PORT = 7100
+
+
+@dataclass(frozen=True)
+class Setting:
+    """The scaled-down workload and the testbed run (units in the names)."""
+
+    coflows: int = 40
+    senders: int = 6
+    link_mbps: float = 20.0
+    background: float = 0.5
+    cap_mib: float = 1024.0
+    size_scale: float = 1 / 100
+    time_scale: float = 0.25
+    queues: int = 4
+    alpha: float = 0.5
+    starve_s: float = 0.2
+    max_run_s: float = 240.0
+
+    @property
+    def coflow_bps(self) -> float:
+        """What the coflows share on the receiver's link: the link less background."""
+        return self.link_mbps * 1e6 * (1 - self.background)
+
+    @property
+    def hosts(self) -> int:
+        return self.senders + 2
+
+    def check(self) -> None:
+        """Raise OptionError (one line) for a setting that cannot run."""
+        if not 1 <= self.coflows <= 526:
+            raise OptionError(f"coflows: expected 1..526 (FB2010), got {self.coflows}")
+        if not 1 <= self.senders <= 16:
+            raise OptionError(f"senders: expected 1..16 hosts, got {self.senders}")
+        if not 0 <= self.background < 1:
+            raise OptionError(f"background: expected a fraction 0..<1, got {self.background}")
+        if not 2 <= self.queues <= 7:
+            raise OptionError(f"queues: expected 2..7 (class 0 is the background's), got "
+                              f"{self.queues}")
+        if not 10 <= self.max_run_s <= 3600:
+            raise OptionError(f"--seconds: expected 10..3600 s per run, got {self.max_run_s:g}")
+
+
+def scaled_trace(trace: Trace, st: Setting) -> Trace:
+    """The first ``st.coflows`` coflows of ``trace`` on ``st.senders + 1`` ports: the
+    mappers' racks folded onto the sender hosts (rack mod senders, each host once),
+    every reducer on the receivers' host (port ``senders``), the coflow's bytes capped
+    at ``cap_mib`` MiB (trace units), arrivals from the first one times ``time_scale``."""
+    sub = trace.coflows[:st.coflows]
+    t_first = sub[0].arrival_s if sub else 0.0
+    out = []
+    for c in sub:
+        maps = tuple(sorted({m % st.senders for m in c.mappers}))
+        size = min(c.size_bytes, st.cap_mib * MIB)
+        out.append(Coflow(c.id, (c.arrival_s - t_first) * st.time_scale, maps, (st.senders,),
+                          (size,)))
+    return Trace(st.senders + 1, tuple(out))
+
+
+def workload(trace: Trace, st: Setting) -> Workload:
+    """The scaled trace as the simulator's workload (trace bytes)."""
+    return from_trace(scaled_trace(trace, st))
+
+
+def plan(wl: Workload, st: Setting, mode: str, t0: float, ips: dict[str, str],
+         port: int) -> dict[str, Any]:
+    """What the receiver and senders run (:mod:`streamband.testbed.coflow`): every
+    flow's sender host, bytes (``size_scale`` x the trace's, at least 1) and start."""
+    tau = thresholds(st.queues) * st.size_scale
+    arrival = wl.coflow_arrival
+    return {
+        "mode": mode, "t0": t0, "port": port, "receiver_ip": ips[f"w{st.senders + 1}"],
+        "queues": st.queues, "tau": [None if not math.isfinite(t) else float(t) for t in tau],
+        "alpha": st.alpha, "unit": MIB * st.size_scale, "starve_s": st.starve_s,
+        "lease_s": LEASE_S, "class_base": CLASS_BASE, "deadline_s": st.max_run_s,
+        "coflows": [{"id": int(i), "arrival": float(a)} for i, a in
+                    zip(wl.coflow_id, arrival, strict=True)],
+        "flows": [{"coflow": int(c), "sender": f"w{int(s) + 1}",
+                   "bytes": max(1, round(float(b) * st.size_scale)),
+                   "start": float(arrival[c])}
+                  for c, s, b in zip(wl.coflow, wl.src, wl.size, strict=True)],
+    }
+
+
+def summarize(cct: np.ndarray, cats: np.ndarray) -> dict[str, Any]:
+    """Average, 95th percentile, mice (category I) and per-category average CCT."""
+    by = {name: (float(cct[cats == i].mean()) if (cats == i).any() else None)
+          for i, name in enumerate(CATEGORIES)}
+    return {"avg_cct_s": float(cct.mean()), "p95_cct_s": float(np.percentile(cct, 95)),
+            "mice_avg_cct_s": by["I"], "avg_cct_by_category": by}
+
+
+def simulated(wl: Workload, st: Setting) -> dict[str, dict[str, Any]]:
+    """fs and stream on ``wl`` on a big switch whose ports carry the coflows' share of
+    the testbed link scaled to trace bytes (so the times are the testbed's)."""
+    gbps = st.coflow_bps / st.size_scale / GBIT
+    out = {}
+    for policy, opts in (("fs", {}), ("stream", {"starve_s": st.starve_s})):
+        run = simulate(wl, policy, "big_switch", gbps, queues=st.queues, **opts)
+        out[policy] = {**summarize(run.result.cct, wl.categories()),
+                       "cct_s": [float(v) for v in run.result.cct]}
+    return out
+
+
+# -- the testbed runs ---------------------------------------------------------------------
+def run_testbed(wl: Workload, st: Setting, repeat: int, out: Path,
+                console: Console) -> list[dict[str, Any]]:
+    """``repeat`` x (tcp, stream) on one testbed (the order alternates by repeat); each
+    run's CCTs, class bytes on the receiver's port and the receiver's decisions."""
+    from streamband.control.api_client import ControllerClient
+    from streamband.testbed.network import Testbed
+    from streamband.testbed.spec import load_spec
+
+    spec = load_spec(f"star:hosts={st.hosts},link_mbps={st.link_mbps:g}")
+    rows: list[dict[str, Any]] = []
+    with Testbed(spec, log_dir=out / "logs") as tb:
+        client = ControllerClient(spec.api)
+        client.wait_ready(1)
+        rx, bg = f"w{st.senders + 1}", f"w{st.hosts}"
+        port = tb.switch_port(rx)
+        ips = {h: tb.ip(h) for h in tb.topo.hosts}
+        # the port's classes, under a lease; the background's flow listed in class 0
+        bgflow = {"src_ip": ips[bg], "dst_ip": ips[rx], "proto": "udp"}
+        classes = [{"flow": bgflow, "cls": BG_CLASS, "port": port}]
+        client.put_classes(classes, lease_s=LEASE_S)
+        if st.background > 0:
+            tb.popen(rx, ["iperf3", "-s", "-p", "5301"], stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL)
+            time.sleep(0.5)
+            tb.popen(bg, ["iperf3", "-c", ips[rx], "-p", "5301", "-u", "-t", "86400", "-b",
+                          f"{st.link_mbps * st.background:g}M"],
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        stop = threading.Event()
+        renewer = threading.Thread(target=_renew, args=(ControllerClient(spec.api), stop),
+                                   daemon=True)  # its own HTTP client: its own thread
+        renewer.start()
+        try:
+            n = 0
+            for r in range(repeat):
+                for mode in (MODES if r % 2 == 0 else MODES[::-1]):
+                    if mode == "tcp-fifo":
+                        client.delete_classes(port)  # one HTB class, as Mininet left it
+                    p = plan(wl, st, "stream" if mode == "stream" else "tcp", 0.0, ips,
+                             PORT + n)
+                    row = one_run(tb, client, port, rx, p, out / f"run{n:02d}-{mode}",
+                                  wl.categories())
+                    if mode == "tcp-fifo":
+                        client.put_classes(classes, lease_s=LEASE_S)
+                    row["mode"], row["repeat"] = mode, r
+                    rows.append(row)
+                    n += 1
+                    console.print(f"  repeat {r} {mode}: avg CCT {row['avg_cct_s']:.2f} s, "
+                                  f"complete {row['complete']}, class MB "
+                                  f"{[round(b / 1e6, 1) for b in row['class_bytes']]}, "
+                                  f"{row['wall_s']:.0f} s", highlight=False)
+        finally:
+            stop.set()
+            renewer.join(5)
+    return rows
+
+
+def _renew(client: Any, stop: threading.Event) -> None:
+    """Renew the classes' lease while the bench lives (a crash lets them expire)."""
+    while not stop.wait(RENEW_S):
+        try:
+            client.renew(LEASE_S)
+        except Exception:  # noqa: BLE001 - the controller is going down with the testbed
+            return
+
+
+def one_run(tb: Any, client: Any, port: str, rx: str, p: dict[str, Any], base: Path,
+            cats: np.ndarray) -> dict[str, Any]:
+    """One plan on the testbed (receiver on ``rx``, ``port`` its switch port): every
+    agent started and ready before t0 (:func:`~streamband.testbed.coflow.launch`);
+    CCTs summarized with the coflows' categories ``cats``; a coflow not done by the
+    deadline counts the deadline."""
+    res = base.with_suffix(".json")
+    res.unlink(missing_ok=True)
+    p = dict(p, sync=str(base.with_suffix(".sync")))
+    with base.with_suffix(".log").open("w") as log:
+        before = _class_bytes(client, port)
+        try:
+            rxp, sps = launch(tb.popen, p, rx, res, log)
+        except RuntimeError as err:
+            raise PreconditionError(str(err)) from None
+        try:
+            rxp.wait(timeout=START_S + p["deadline_s"] + 10)
+        except subprocess.TimeoutExpired:
+            rxp.terminate()  # it writes what it has
+            rxp.wait(10)
+        for s in sps:
+            try:
+                s.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                s.kill()
+                s.wait(5)
+        after = _class_bytes(client, port)
+    got = json.loads(res.read_text())
+    cct = np.array([np.nan if v is None else v for v in got["cct_s"]])
+    done = np.isfinite(cct)
+    seen = [v - f["start"] for v, f in zip(got["flow_seen_s"], p["flows"], strict=True)
+            if v is not None]
+    row = {"mode": p["mode"], "complete": bool(got["complete"]),
+           "start_lag_s": {"median": statistics.median(seen), "max": max(seen)} if seen else None,
+           "coflows_done": int(done.sum()), "errors": got["errors"],
+           "cct_s": got["cct_s"], "decisions": got["queues"],
+           "class_bytes": [a - b for a, b in zip(after, before, strict=True)],
+           "wall_s": float(np.nanmax(np.array([np.nan if v is None else v
+                                               for v in got["flow_end_s"]], float),
+                                     initial=0.0))}
+    row.update(summarize(np.where(done, cct, p["deadline_s"]), cats))
+    return row
+
+
+def _class_bytes(client: Any, port: str) -> list[int]:
+    """Bytes each class of ``port`` sent so far; zeros when the port has no classes
+    (tcp-fifo)."""
+    from streamband.control.api_client import ControllerError
+
+    try:
+        return client.class_bytes(port)
+    except ControllerError as err:
+        if "404" not in str(err):
+            raise
+        return [0] * 8
+
+
+# -- comparison ----------------------------------------------------------------------------
+def _med(v: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(v), "min": min(v), "max": max(v)}
+
+
+def factors(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per repeat, each baseline's figure over Stream's (avg, mice, p95), keyed
+    ``BASELINE/avg`` ...; median and spread; every mode's average CCT."""
+    by: dict[int, dict[str, dict]] = {}
+    for r in rows:
+        by.setdefault(r["repeat"], {})[r["mode"]] = r
+    out: dict[str, Any] = {}
+    for base in BASELINES:
+        for key, field in (("avg", "avg_cct_s"), ("mice", "mice_avg_cct_s"),
+                           ("p95", "p95_cct_s")):
+            v = [d[base][field] / d["stream"][field] for d in by.values()
+                 if base in d and "stream" in d and d[base][field] and d["stream"][field]]
+            out[f"{base}/{key}"] = _med(v) | {"each": v} if v else None
+    for mode in MODES:
+        v = [r["avg_cct_s"] for r in rows if r["mode"] == mode]
+        out[f"{mode}_avg_cct_s"] = _med(v) if v else None
+    return out
+
+
+def compare(res: dict[str, Any]) -> Comparison:
+    """TCP/Stream factors on the testbed (median, spread) beside 004's and the
+    simulator's on the same workload; the checks."""
+    f, sim, rows = res["factors"], res["sim"], res["runs"]
+    fields = {"avg": "avg_cct_s", "mice": "mice_avg_cct_s", "p95": "p95_cct_s"}
+    table = []
+    for (key, (ref, where)), base in ((k, b) for b in BASELINES for k in PAPER.items()):
+        m = f.get(f"{base}/{key}")
+        if m is None:
+            continue
+        s_fs, s_st = sim["fs"][fields[key]], sim["stream"][fields[key]]
+        simf = s_fs / s_st if s_fs and s_st else None
+        delta, off = distance(m["median"], ref)
+        table.append([f"{base} / stream: {key}", round(m["median"], 3), round(m["min"], 3),
+                      round(m["max"], 3), None if simf is None else round(simf, 3), ref,
+                      round(delta, 3), "yes" if off else "", where])
+    checks = [Check("every run carried every byte of every flow",
+                    f"{sum(r['complete'] for r in rows)} of {len(rows)} runs complete",
+                    all(r["complete"] for r in rows))]
+    st_runs = [r for r in rows if r["mode"] == "stream"]
+    tcp_runs = [r for r in rows if r["mode"] == "tcp"]
+    spread = [sum(1 for b in r["class_bytes"][CLASS_BASE:] if b > 0.01 * _coflow_bytes(r))
+              for r in st_runs]
+    below = [sum(r["class_bytes"][CLASS_BASE + 1:CLASS_BASE + res["spec"]["queues"]])
+             / max(1, _coflow_bytes(r)) for r in st_runs]
+    checks.append(Check("stream: the receivers' decisions reached the switch (coflow bytes "
+                        "in >= 2 classes, > 1 % below class 1)",
+                        f"classes with > 1 % per run {spread}, share below class 1 "
+                        f"{[round(b, 3) for b in below]}",
+                        bool(st_runs) and all(s >= 2 for s in spread)
+                        and all(b > 0.01 for b in below)))
+    unmarked = [r["class_bytes"][7] / max(1, _coflow_bytes(r)) for r in tcp_runs]
+    checks.append(Check("tcp: no coflow byte marked (>= 99 % in the default class 7)",
+                        f"{[round(u, 4) for u in unmarked]}",
+                        bool(tcp_runs) and all(u >= 0.99 for u in unmarked)))
+    a_st = f["stream_avg_cct_s"]["median"]
+    for base in BASELINES:
+        if f.get(f"{base}_avg_cct_s") is None:
+            continue
+        a_tcp = f[f"{base}_avg_cct_s"]["median"]
+        checks.append(Check(f"stream's median average CCT beats {base}'s (004: 1.3x)",
+                            f"{base} {a_tcp:.2f} s, stream {a_st:.2f} s: x{a_tcp / a_st:.2f}",
+                            a_st < a_tcp))
+    header = ["baseline / Stream", "testbed median", "min", "max", "simulator fs / stream", "paper",
+              "median - paper", "2x off", "paper's source"]
+    legend = {"baseline / Stream": "tcp: the port's classes, nothing marked (one 8-packet "
+              "leaf for every coflow); tcp-fifo: the port without classes (Mininet's one "
+              "HTB class and 1000-packet leaf, the background in it); avg: average CCT; "
+              "mice: category I (< 100 MiB in trace bytes) average; p95: 95th percentile CCT",
+              "testbed median": f"median over repeats of the baseline's figure / Stream's in "
+              "the same "
+              f"repeat ({len(tcp_runs)} repeats); min, max: their spread",
+              "simulator fs / stream": "the fluid simulator on the same scaled workload"}
+    notes = []
+    for mode in MODES:
+        rs = [r for r in rows if r["mode"] == mode]
+        if rs:
+            late = [r["start_lag_s"]["max"] for r in rs if r["start_lag_s"]]
+            notes.append(
+                f"{mode}: last flow done at {statistics.median(r['wall_s'] for r in rs):.1f} s "
+                f"(median over runs; {sum(res['spec']['coflow_mb']):.1f} MB at the coflows' "
+                f"{res['spec']['coflow_mbps']:g} Mbit/s take "
+                f"{sum(res['spec']['coflow_mb']) * 8 / res['spec']['coflow_mbps']:.1f} s); "
+                f"latest first bytes of a flow {statistics.median(late) if late else 0:.2f} s "
+                "after its arrival (median over runs): SYN and first-window losses")
+    return Comparison(header, table, checks, title="Stream vs TCP on the testbed, beside "
+                      "004 Fig. 5 and the simulator", legend=legend, notes=notes)
+
+
+def _coflow_bytes(row: dict[str, Any]) -> int:
+    """Bytes of the coflows' classes on the receiver's port in one run."""
+    return int(sum(b for c, b in enumerate(row["class_bytes"]) if c != BG_CLASS))
+
+
+# -- the bench ------------------------------------------------------------------------------
+def setting(opts: Options) -> Setting:
+    """The setting for ``opts``; bad options stop here, before anything starts."""
+    if opts.full_trace:
+        raise OptionError("--full-trace: applies to --backend sim (the testbed runs a "
+                          "scaled-down prefix)")
+    if opts.policy is not None:
+        raise OptionError("--policy: paper-004 --backend testbed runs tcp and stream, "
+                          f"got {opts.policy!r}")
+    st = Setting() if opts.seconds is None else replace(Setting(), max_run_s=opts.seconds)
+    st.check()
+    return st
+
+
+def run(out: Path, opts: Options, console: Console) -> Outcome:
+    """Run the simulator and ``--repeat`` x (tcp, stream) on the testbed; print and
+    write the factors beside 004's, with checks."""
+    from streamband.shared import shared_file
+    from streamband.sim.coflow.trace import read_trace
+    from streamband.testbed.registry import read_state
+
+    st = setting(opts)
+    if os.geteuid() != 0:
+        raise PreconditionError("--backend testbed: needs root (network namespaces, "
+                                "Open vSwitch)")
+    up = read_state()
+    if up and up.get("pid") and Path(f"/proc/{up['pid']}").exists():
+        raise PreconditionError(f"a testbed is already up (pid {up['pid']}); run "
+                                "`streamband testbed down`")
+    from streamband.experiments.paper004 import TRACE
+
+    wl = workload(read_trace(shared_file(*TRACE)), st)
+    console.print(f"workload: {wl.n_coflows} coflows, {wl.n_flows} flows, "
+                  f"{wl.size.sum() * st.size_scale / 1e6:.1f} MB on the testbed", highlight=False)
+    sim = simulated(wl, st)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = run_testbed(wl, st, opts.repeat, out, console)
+    res = {"spec": {**asdict(st), "hosts": st.hosts, "coflow_mbps": st.coflow_bps / 1e6,
+                    "bg_class": BG_CLASS, "class_base": CLASS_BASE, "lease_s": LEASE_S,
+                    "repeat": opts.repeat, "trace": "/".join(TRACE),
+                    "tos_of_queue": [tos_of(CLASS_BASE + q) for q in range(st.queues)],
+                    "flows": int(wl.n_flows), "coflow_mb": [
+                        float(b) * st.size_scale / 1e6 for b in wl.coflow_bytes()],
+                    "categories": [CATEGORIES[i] for i in wl.categories()]},
+           "paper": PAPER, "sim": sim, "runs": rows, "factors": factors(rows)}
+    return publish(out, res, console)
+
+
+def publish(out: Path, res: dict[str, Any], console: Console) -> Outcome:
+    """Compare, print, write ``results.json`` and ``report.html``."""
+    cmp = compare(res)
+    res["comparison"] = cmp.as_json()
+    show(cmp, console)
+    write_json(out / "results.json", res)
+    sp = res["spec"]
+    rep = Report(TITLE, out)
+    rep.para(f"Star testbed, {sp['hosts']} hosts on {sp['link_mbps']:g} Mbit/s links: "
+             f"{sp['senders']} senders, one receivers' host, one background host (UDP at "
+             f"{sp['background']:.0%} of the link in class 0 in both modes). Workload: the "
+             f"first {sp['coflows']} FB2010 coflows, {sp['flows']} flows, each coflow capped "
+             f"at {sp['cap_mib']:g} MiB, sizes x{sp['size_scale']:g}, arrivals "
+             f"x{sp['time_scale']:g}; Stream with {sp['queues']} queues (classes "
+             f"{CLASS_BASE}..{CLASS_BASE + sp['queues'] - 1}), alpha {sp['alpha']}, "
+             f"thresholds 10 MiB x 10^k scaled alike, starvation timer {sp['starve_s']} s; "
+             f"{sp['repeat']} repeat(s) of each mode.")
+    rep.heading(cmp.title)
+    rep.table(cmp.header, cmp.rows, legend=cmp.legend)
+    for note in cmp.notes:
+        rep.para(note)
+    rep.heading("Runs")
+    rep.table(["repeat", "mode", "avg CCT s", "p95 s", "mice avg s",
+               *[f"cat {c}" for c in CATEGORIES], "coflows done", "class MB 0..7",
+               "first bytes late s"],
+              [[r["repeat"], r["mode"], r["avg_cct_s"], r["p95_cct_s"], r["mice_avg_cct_s"],
+                *[r["avg_cct_by_category"][c] for c in CATEGORIES], r["coflows_done"],
+                " ".join(f"{b / 1e6:.1f}" for b in r["class_bytes"]),
+                None if r["start_lag_s"] is None else
+                f"{r['start_lag_s']['median']:.3f} / {r['start_lag_s']['max']:.3f}"]
+               for r in res["runs"]],
+              legend={"class MB 0..7": "bytes each class carried on the receivers' port "
+                      "(class 0: background; stream: queue q in class 1 + q; tcp: class 7)",
+                      "first bytes late s": "median / max over flows of when the flow's "
+                      "first bytes reached the receiver less its arrival (handshake, SYN "
+                      "losses)"})
+    rep.table(["simulator", "avg CCT s", "p95 s", "mice avg s",
+               *[f"cat {c}" for c in CATEGORIES]],
+              [[k, v["avg_cct_s"], v["p95_cct_s"], v["mice_avg_cct_s"],
+                *[v["avg_cct_by_category"][c] for c in CATEGORIES]]
+               for k, v in res["sim"].items()])
+    _figure(rep, res)
+    rep.heading("Checks")
+    rep.table(["check", "measured", "ok"], [[c.what, c.measured, c.ok] for c in cmp.checks])
+    path = rep.write()
+    console.print(f"results: {out / 'results.json'}\nreport:  {path}")
+    return Outcome(res["runs"], cmp, out / "results.json", path)
+
+
+def _figure(rep: Report, res: dict[str, Any]) -> None:
+    fig, ax = plt.subplots(figsize=(6, 3.4))
+    for mode, color in (("tcp", "tab:blue"), ("stream", "tab:orange")):
+        for i, r in enumerate(x for x in res["runs"] if x["mode"] == mode):
+            v = np.sort([np.nan if c is None else c for c in r["cct_s"]])
+            ax.plot(np.arange(1, len(v) + 1), v, color=color, alpha=0.6,
+                    label=f"testbed {mode}" if i == 0 else None)
+    for pol, style in (("fs", "b--"), ("stream", "r--")):
+        v = np.sort(res["sim"][pol]["cct_s"])
+        ax.plot(np.arange(1, len(v) + 1), v, style, label=f"simulator {pol}")
+    ax.set_yscale("log")
+    ax.set_xlabel("coflows, by CCT")
+    ax.set_ylabel("CCT (s)")
+    ax.legend(fontsize=8)
+    rep.figure(fig, "cct_sorted", "every coflow's CCT, sorted: each testbed run and the "
+                                  "simulator on the same workload")

@@ -1,0 +1,262 @@
+"""Coflows as real TCP transfers between testbed hosts, with 004's receiver-driven
+priorities (§III-B "C-SJF", §IV-A's testbed): a receiver and a sender program run in
+the hosts' namespaces (``python -m streamband.testbed.coflow receiver|sender PLAN``).
+
+- Every flow of the plan is one TCP connection from its sender host to the receiver
+  host; its first 4 bytes name the flow, the rest is its data. The receiver counts the
+  bytes it receives; a flow ends when all its bytes arrived, a coflow when all its
+  flows did (CCT: the last flow's end less the coflow's arrival, 004 §II).
+- ``mode: stream``: the receiver decides each coflow's queue from what it observes —
+  the bytes it received ``x``, the flows it has seen ``n`` and seen finish
+  ``n_fin`` — by eq. (2)-(3) (:func:`~streamband.sim.coflow.schedulers.stream.demoted`,
+  the simulator's rule, thresholds scaled with the sizes); every coflow starts in the
+  highest queue and is only demoted. It tells each of the coflow's senders the new
+  queue as one byte on the flow's own connection (it travels with the receiver's ACKs,
+  as 004's receiver writes it into the ACK's header) and repeats it every
+  ``lease_s / 3`` s. The sender marks the flow's packets with the DSCP class selector
+  of that queue (``IP_TOS``); the switch port toward the receiver serves the classes
+  in strict priority (:mod:`streamband.sdn.priority`: CSn -> class 7 - n). Queue q is
+  class ``class_base + q``.
+- Lease: a sender that has heard no decision for ``lease_s`` since the last one (the
+  receiver tells a flow its queue as soon as the flow's first bytes arrive) stops
+  marking (DSCP 0, plain TCP), so a crashed receiver leaves no priority behind; the
+  port's classes themselves hold only under the controller's lease.
+- Starvation mitigation (004 §III-D): a coflow with open flows that received nothing
+  for ``starve_s`` is raised one queue and held there ``starve_s`` (the simulator's
+  rule). 004 uses 10 ms, "which is TCP RTOmin"; Linux's RTOmin is 200 ms, the
+  bench's default.
+- ``mode: tcp``: no decision, no marking (plain TCP sharing).
+
+A sender imports only the standard library (it starts in well under a second on a
+loaded machine; the receiver's NumPy and the simulator's rule load before it reports
+ready). The receiver writes its results (every flow's end, every coflow's CCT, the queue
+decisions with their times) as JSON to ``--out``, also when stopped by SIGTERM. Times
+are seconds since the plan's ``t0`` (wall clock: the namespaces share the host's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import selectors
+import socket
+import struct
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HEADER = struct.Struct("!I")  # the flow's index in the plan
+CHUNK = 64 * 1024
+TICK_S = 0.01  # the receiver's decision period and both loops' longest wait
+MODES = ("stream", "tcp")
+GO_WAIT_S = 60.0  # how long a process waits for the go (or the launcher for "ready")
+START_S = 0.5  # from the go to t0
+
+
+def sync_t0(plan: dict[str, Any], name: str) -> float | None:
+    """``t0`` (wall clock): the plan's, or, when it has none, report ``name`` ready in
+    the plan's ``sync`` directory and wait for its ``go`` file, which holds t0 (None
+    after :data:`GO_WAIT_S`)."""
+    if plan.get("t0") is not None:
+        return float(plan["t0"])
+    d = Path(plan["sync"])
+    (d / f"{name}.ready").write_text("1")
+    go = d / "go"
+    t_end = time.monotonic() + GO_WAIT_S
+    while not go.exists():
+        if time.monotonic() > t_end:
+            return None
+        time.sleep(0.02)
+    return float(go.read_text())
+
+
+def launch(popen: Callable[..., subprocess.Popen[Any]], plan: dict[str, Any], rx_host: str,
+           out: Path, log: Any) -> tuple[subprocess.Popen[Any], list[subprocess.Popen[Any]]]:
+    """Start the receiver (on ``rx_host``, results to ``out``) and every sender of
+    ``plan`` (which has no ``t0``) with ``popen(host, cmd, **kw)`` (a testbed's
+    :meth:`~streamband.testbed.network.Testbed.popen`, or a plain one on loopback), wait
+    until all report ready, then give them t0 = now + :data:`START_S`: no flow starts
+    late because a process was slow to start. Returns the receiver and the senders.
+
+    Raises
+    ------
+    RuntimeError
+        If a process exits or stays silent for :data:`GO_WAIT_S` before the go (every
+        process started is killed first).
+    """
+    sync = Path(plan["sync"])
+    sync.mkdir(parents=True, exist_ok=True)
+    for f in sync.iterdir():
+        f.unlink()
+    pf = sync / "plan.json"
+    pf.write_text(json.dumps(dict(plan, t0=None)))
+    agent = [sys.executable, "-m", "streamband.testbed.coflow"]
+    kw = {"stdout": subprocess.DEVNULL, "stderr": log}
+    procs = {"receiver": popen(rx_host, [*agent, "receiver", str(pf), "--out", str(out)], **kw)}
+    for h in sorted({f["sender"] for f in plan["flows"]}):
+        procs[h] = popen(h, [*agent, "sender", str(pf), "--host", h], **kw)
+    t_end = time.monotonic() + GO_WAIT_S
+    while not all((sync / f"{n}.ready").exists() for n in procs):
+        dead = [n for n, p in procs.items() if p.poll() is not None]
+        if dead or time.monotonic() > t_end:
+            for p in procs.values():
+                p.kill()
+            raise RuntimeError(f"coflow agents {dead or 'silent'} did not start "
+                               f"(see {getattr(log, 'name', 'the log')})")
+        time.sleep(0.02)
+    tmp = sync / "go.tmp"
+    tmp.write_text(repr(time.time() + START_S))
+    tmp.replace(sync / "go")
+    rx = procs.pop("receiver")
+    return rx, list(procs.values())
+
+
+def tos_of(cls: int) -> int:
+    """The IP TOS byte whose DSCP class selector CSn puts a packet in class ``cls``
+    of :mod:`streamband.sdn.priority` (class = 7 - n)."""
+    if not 0 <= cls <= 7:
+        raise ValueError(f"class: expected 0..7, got {cls}")
+    return (7 - cls) << 5
+
+
+def load_plan(path: str | Path) -> dict[str, Any]:
+    """The plan the bench wrote (see :func:`streamband.experiments.paper004_testbed.plan`)."""
+    plan = json.loads(Path(path).read_text())
+    if plan.get("mode") not in MODES:
+        raise ValueError(f"plan {path}: mode: expected one of {', '.join(MODES)}, "
+                         f"got {plan.get('mode')!r}")
+    return plan
+
+
+# -- sender ----------------------------------------------------------------------------
+@dataclass
+class _Flow:
+    index: int
+    size: int
+    sock: socket.socket
+    sent: int = 0
+    tos: int = 0
+    heard: float = math.inf  # when the receiver's last decision came (none yet: inf)
+    connected: bool = False
+
+
+def send(plan: dict[str, Any], host: str) -> int:
+    """Start this host's flows at their times, send their bytes, follow the queue the
+    receiver tells each flow (DSCP marking with a lease). Exit code 0 if every flow
+    was sent and ended by the receiver, 2 without a go."""
+    t0 = sync_t0(plan, host)
+    if t0 is None:
+        return 2
+    stream = plan["mode"] == "stream"
+    base, lease = int(plan["class_base"]), float(plan["lease_s"])
+    todo = sorted((fl["start"], i) for i, fl in enumerate(plan["flows"]) if fl["sender"] == host)
+    dest = (plan["receiver_ip"], int(plan["port"]))
+    sel = selectors.DefaultSelector()
+    live: dict[int, _Flow] = {}
+    deadline = float(plan["deadline_s"])
+    k = failed = 0
+    while (k < len(todo) or live) and time.time() - t0 < deadline:
+        now = time.time() - t0
+        while k < len(todo) and todo[k][0] <= now:
+            i = todo[k][1]
+            k += 1
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.setblocking(False)
+            f = _Flow(i, int(plan["flows"][i]["bytes"]), s)
+            if stream:
+                f.tos = tos_of(base)  # every coflow starts in the highest queue
+                s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, f.tos)
+            s.connect_ex(dest)
+            sel.register(s, selectors.EVENT_READ | selectors.EVENT_WRITE, f)
+            live[i] = f
+        wait = TICK_S if k >= len(todo) else min(TICK_S, max(0.0, todo[k][0] - now))
+        for key, ev in sel.select(wait):
+            f = key.data
+            if ev & selectors.EVENT_READ and not _heard(f, stream, base, now):
+                sel.unregister(f.sock)  # the receiver closed: the flow is done
+                f.sock.close()
+                del live[f.index]
+                failed += f.sent < HEADER.size + f.size  # or it was refused
+                continue
+            if ev & selectors.EVENT_WRITE and not _write(f, sel):
+                sel.unregister(f.sock)  # refused or reset: the receiver's record
+                f.sock.close()  # shows the missing bytes
+                del live[f.index]
+                failed += 1
+        if stream:
+            for f in live.values():
+                if f.tos and now - f.heard > lease:  # no decision heard: plain TCP
+                    f.tos = 0
+                    f.sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, 0)
+    for f in live.values():
+        f.sock.close()
+    return 0 if not live and not failed and k == len(todo) else 1
+
+
+def _heard(f: _Flow, stream: bool, base: int, now: float) -> bool:
+    """Read the receiver's queue bytes; False at EOF (or a reset)."""
+    try:
+        data = f.sock.recv(4096)
+    except (BlockingIOError, InterruptedError):
+        return True
+    except OSError:
+        return False
+    if not data:
+        return False
+    if stream:
+        f.heard = now
+        tos = tos_of(base + data[-1])
+        if tos != f.tos:
+            f.tos = tos
+            f.sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
+    return True
+
+
+def _write(f: _Flow, sel: selectors.BaseSelector) -> bool:
+    """Send what the socket takes; False if the connection failed."""
+    total = HEADER.size + f.size
+    try:
+        while f.sent < total:
+            if f.sent < HEADER.size:
+                n = f.sock.send(HEADER.pack(f.index)[f.sent:])
+            else:
+                n = f.sock.send(_PAYLOAD[:min(CHUNK, total - f.sent)])
+            if n == 0:
+                return True
+            f.sent += n
+    except (BlockingIOError, InterruptedError):
+        return True
+    except OSError:
+        return False
+    sel.modify(f.sock, selectors.EVENT_READ, f)  # all sent: wait for the receiver's close
+    return True
+
+
+_PAYLOAD = memoryview(bytes(CHUNK))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m streamband.testbed.coflow")
+    sub = ap.add_subparsers(dest="role", required=True)
+    r = sub.add_parser("receiver")
+    r.add_argument("plan")
+    r.add_argument("--out", required=True)
+    s = sub.add_parser("sender")
+    s.add_argument("plan")
+    s.add_argument("--host", required=True)
+    a = ap.parse_args(argv)
+    plan = load_plan(a.plan)
+    if a.role == "receiver":
+        from streamband.testbed.coflow_receiver import receive
+
+        return receive(plan, Path(a.out))
+    return send(plan, a.host)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
