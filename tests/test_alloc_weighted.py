@@ -69,12 +69,12 @@ def test_without_bottlenecks_every_flow_gets_its_demand(p: AllocProblem) -> None
     d = p.demand_bps()
     has = np.diff(p.routing.indptr) > 0
     assume(np.all(p.routing.T @ np.where(has, d, 0) <= p.capacity))
-    for name in ("appaware", "weighted"):
+    for name in ("appaware", "appaware-store", "weighted"):
         np.testing.assert_allclose(LOOP[name](p)[has], d[has], err_msg=name)
 
 
 def test_registry() -> None:
-    assert set(LOOP) == {"maxmin", "appaware", "weighted"}
+    assert set(LOOP) == {"maxmin", "appaware", "appaware-store", "weighted"}
     assert {n: e.kind for n, e in POLICIES.items() if e.kind != "loop"} == {
         "tcp": "per-step", "static": "static", "sweep": "search"}
     assert get_policy("weighted") is weighted
