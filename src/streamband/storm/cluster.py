@@ -338,18 +338,10 @@ def attach() -> StormCluster:
 
 def tagged_processes(tag: str) -> list[int]:
     """Pids whose environment has ``STREAMBAND_STORM=tag``."""
+    from streamband.testbed.clean import processes_where
+
     needle = f"{TAG}={tag}".encode()
-    out = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit() or int(d.name) == os.getpid():
-            continue
-        try:
-            env = (d / "environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if needle in env:
-            out.append(int(d.name))
-    return sorted(out)
+    return processes_where("environ", lambda env: needle in env, exclude={os.getpid()})
 
 
 def stop_tagged(tag: str, grace_s: float = 3.0) -> list[int]:

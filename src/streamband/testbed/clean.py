@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from streamband.testbed import ovs
@@ -39,46 +40,46 @@ def _ancestors() -> set[int]:
     return out
 
 
-def marked_processes() -> list[int]:
-    """Pids whose environment holds the project's mark (never this process's line)."""
-    mine = _ancestors()
-    needle = f"{MARK}=".encode()
+def processes_where(part: str, match: Callable[[list[bytes]], bool],
+                    exclude: set[int] | None = None) -> list[int]:
+    """Pids whose ``/proc/PID/part`` (``environ``, ``cmdline``: NUL-separated items)
+    satisfies ``match``; never those in ``exclude`` (default: this process's line)."""
+    skip = _ancestors() if exclude is None else exclude
     found = []
     for d in Path("/proc").iterdir():
-        if not d.name.isdigit() or int(d.name) in mine:
+        if not d.name.isdigit() or int(d.name) in skip:
             continue
         try:
-            env = (d / "environ").read_bytes()
+            items = (d / part).read_bytes().split(b"\0")
         except OSError:
             continue
-        if any(item.startswith(needle) for item in env.split(b"\0")):
+        if match(items):
             found.append(int(d.name))
     return sorted(found)
+
+
+def marked_processes() -> list[int]:
+    """Pids whose environment holds the project's mark (never this process's line)."""
+    needle = f"{MARK}=".encode()
+    return processes_where("environ", lambda env: any(i.startswith(needle) for i in env))
 
 
 def storm_processes() -> list[int]:
     """Pids of the Storm JVMs (daemons, workers, log writers) whose ``-Dstorm.home`` is a
     home the project built (its ``.complete`` file, :func:`streamband.storm.home.ensure_home`),
     whether or not they carry the mark (never this process's line)."""
-    mine = _ancestors()
     homes: dict[bytes, bool] = {}
-    found = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit() or int(d.name) in mine:
-            continue
-        try:
-            args = (d / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        for a in args:
-            if a.startswith(STORM_HOME_ARG):
-                home = a[len(STORM_HOME_ARG):]
-                if home not in homes:
-                    homes[home] = (Path(os.fsdecode(home)) / ".complete").is_file()
-                if homes[home]:
-                    found.append(int(d.name))
-                break
-    return sorted(found)
+
+    def ours(args: list[bytes]) -> bool:
+        home = next((a[len(STORM_HOME_ARG):] for a in args if a.startswith(STORM_HOME_ARG)),
+                    None)
+        if home is None:
+            return False
+        if home not in homes:
+            homes[home] = (Path(os.fsdecode(home)) / ".complete").is_file()
+        return homes[home]
+
+    return processes_where("cmdline", ours)
 
 
 def project_processes() -> list[int]:
