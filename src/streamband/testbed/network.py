@@ -52,10 +52,9 @@ def allow_congestion_control(name: str) -> str | None:
     ``net.ipv4.tcp_allowed_congestion_control`` (else EPERM), and that list holds the
     machine's default and reno: on a machine whose default is bbr, a host asked for cubic
     silently kept bbr. Adds ``name`` to the list; returns the list as it was when
-    changed (for :meth:`Testbed.stop` to restore), None when ``name`` was allowed. The
-    list as it was is also kept in ``ALLOWED_CC_BEFORE`` until restored, so that
-    ``streamband testbed clean`` restores it after a ``kill -9`` of the testbed
-    (:func:`restore_congestion_control`).
+    changed, None when ``name`` was allowed. The list as it was is kept in
+    ``ALLOWED_CC_BEFORE`` until :func:`restore_congestion_control` (from
+    :meth:`Testbed.stop`, or ``streamband testbed clean`` after a ``kill -9``).
 
     Raises
     ------
@@ -139,7 +138,7 @@ class Testbed:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.procs: list[subprocess.Popen[Any]] = []
         #: the allowed congestion controls before this testbed added its own (restored)
-        self._allowed_before: str | None = None
+        self._widened_cc = False  # this testbed widened the machine's allowed list
 
     # -- names ------------------------------------------------------------------
     def ip(self, host: str) -> str:
@@ -252,7 +251,7 @@ class Testbed:
                 else:
                     ovs.offloads_off(intf.name, gro=True)
         cc = self.spec.congestion_control
-        self._allowed_before = allow_congestion_control(cc)
+        self._widened_cc = allow_congestion_control(cc) is not None
         for host in self.net.hosts:  # a namespace inherits the machine's default otherwise
             host.cmd(f"sysctl -qw net.ipv4.tcp_congestion_control={cc}")
             got = host.cmd("sysctl -n net.ipv4.tcp_congestion_control").strip()
@@ -407,9 +406,9 @@ class Testbed:
             self.controller.kill()
             self.controller.wait(10)
             self.controller = None
-        if self._allowed_before is not None:
+        if self._widened_cc:
             restore_congestion_control()
-            self._allowed_before = None
+            self._widened_cc = False
         st = read_state()
         if st and st.get("pid") == os.getpid():
             from streamband.testbed.registry import STATE
