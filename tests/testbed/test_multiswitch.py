@@ -1,6 +1,7 @@
 """Multi-switch topologies live (000 Fig. 2's two-tier, a leaf-spine): paths from
 the model's router, every host pair reachable, internal links really shaped, and
-a meter placed by the controller at the sender's edge switch (000 §V-B1)."""
+a meter placed by the controller at the sender's edge switch (000 §V-B1); packets take the
+core link :meth:`Testbed.paths` names, which the managers' routing matrices are built from."""
 
 from __future__ import annotations
 
@@ -27,6 +28,11 @@ def _goodput_mbps(tb: Testbed, src: str, dst: str, port: int, seconds: int = 3) 
     return json.loads(out)["end"]["sum_received"]["bits_per_second"] / 1e6
 
 
+def _tx_bytes(intf: str) -> int:
+    with open(f"/sys/class/net/{intf}/statistics/tx_bytes") as f:
+        return int(f.read())
+
+
 def _all_pairs_ping(tb: Testbed) -> None:
     assert tb.net.pingAll(timeout="1") == 0.0
 
@@ -49,9 +55,20 @@ def test_two_tier_paths_shaping_and_edge_meter(cleanup):
         assert len({tb.edge_dpid(h) for h in (a, b, c)}) == 3
         _servers(tb, b, [5201])
         _servers(tb, c, [5202])
+        (path,) = tb.paths([(a, b)])
+        refs = tb.link_ports()
+        core_links = [lk.id for lk in tb.topo.links if lk.src == tb.topo.host_switch(a)
+                      and lk.kind == "internal"]
+        before = {lid: _tx_bytes(refs[lid].port) for lid in core_links}
         cross = _goodput_mbps(tb, a, b, 5201)  # rack -> core -> rack: 10 Mbit/s internal
         print(f"\ntwo_tier across racks: {cross:.2f} Mbit/s (internal {INTERNAL_MBPS})")
         assert 0.75 * INTERNAL_MBPS < cross < 1.05 * INTERNAL_MBPS
+        # the packets took the core link tb.paths names (the manager's routing), not the other
+        sent = {lid: _tx_bytes(refs[lid].port) - before[lid] for lid in core_links}
+        print(f"rack uplinks {sent} bytes; path {path}")
+        (taken,) = [lid for lid in core_links if lid in path]
+        assert sent[taken] > 2e6
+        assert all(sent[lid] < 0.05 * sent[taken] for lid in core_links if lid != taken)
         # one metered flow across racks; no dpid: the controller meters at a's switch
         flow = {"src_ip": tb.ip(a), "dst_ip": tb.ip(c), "dst_port": 5202}
         enf = MeterEnforcer(client, [flow], dt=10.0)

@@ -35,6 +35,7 @@ from streamband.backends.openflow import (
 from streamband.control.guard import HarmGuard
 from streamband.errors import PreconditionError, SpecError
 from streamband.model.apps import flow_apps
+from streamband.model.routing import routing_matrix
 
 if TYPE_CHECKING:
     from streamband.experiments.spec import ExperimentSpec
@@ -178,8 +179,9 @@ class TestbedRunner:
         ext = np.flatnonzero(fm.external)
         flows = [dag.edges[i] for i in ext]
         keys: list[dict[str, Any] | None] = [dag.flow_key(e) for e in flows]
-        routing = fm.routing[ext].tocsr()
         topo = tb.topo
+        paths = tb.paths([(fm.flows[i].src_host, fm.flows[i].dst_host) for i in ext])
+        routing = routing_matrix(paths, len(topo.links))  # as the switches route
         client = ControllerClient(tb.spec.api)
         client.delete_meters()
         client.delete_classes()
@@ -198,8 +200,8 @@ class TestbedRunner:
         if entry.classes:  # each flow's class on the switch egress ports of its path
             refs = tb.link_ports()
             classer = ClassEnforcer(client, keys, [
-                [refs[lk].port for lk in fm.flows[i].links if refs[lk].direction == "tx"]
-                for i in ext], step)
+                [refs[lk].port for lk in path if refs[lk].direction == "tx"]
+                for path in paths], step)
         apps = (flow_apps([fm.flows[i].src for i in ext], spec.app_names) if spec.apps
                 else None)
         assert entry.fn is not None

@@ -30,7 +30,7 @@ from streamband.control.api_client import ControllerClient
 from streamband.control.guard import HarmGuard
 from streamband.control.live import LiveLoop
 from streamband.control.manager import Manager
-from streamband.model.routing import Router, routing_matrix
+from streamband.model.routing import routing_matrix
 from streamband.storm.cluster import StormCluster
 from streamband.storm.flows import WorkerPair, component_pairs, flow_key
 
@@ -85,10 +85,8 @@ class ManagedTopology:
                 a, b = p.label.split("->")
                 self.bytes.append(float(size[(a.split("[")[0], b.split("[")[0])]))
         self.keys = self.flow_keys()
-        topo = tb.topo
         hosts = [(self.by_ip[p.src.host], self.by_ip[p.dst.host]) for p in self.pairs]
-        self.routing = routing_matrix(Router(topo).paths(hosts, [p.name for p in self.pairs]),
-                                      len(topo.links))
+        self.routing = routing_matrix(tb.paths(hosts), len(tb.topo.links))
 
     def flow_keys(self, timeout: float = 30.0) -> list[dict[str, Any] | None]:
         """Meter matches; waits until every pair's connection is up (ss shows it)."""

@@ -262,17 +262,29 @@ class Testbed:
         if len(topo.switches) > 1:
             self._install_paths()
 
+    def paths(self, pairs: list[tuple[str, str]]) -> list[list[int]]:
+        """The model links each (src_host, dst_host) pair's packets take on this testbed:
+        every flow between two hosts shares one path, chosen by ECMP keyed on the pair
+        (table 1, :meth:`_install_paths`). A manager's routing matrix on the testbed is
+        built from these, not from the simulator's per-flow ECMP, which can pick the
+        other core of a two-tier fabric.
+
+        Examples:
+            >>> tb.paths([("m1", "m3")])  # doctest: +SKIP
+            [[4, 0, 9, 13]]
+        """
+        return Router(self.topo, "ecmp").paths(pairs, pairs)
+
     def _install_paths(self) -> None:
-        """Table 1 of every switch: one path per ordered host pair (ECMP by pair)."""
+        """Table 1 of every switch: one path per ordered host pair (:meth:`paths`)."""
         topo = self.topo
-        router = Router(topo, "ecmp")
         out_port: dict[tuple[str, str], int] = {}
         for link in self.net.links:
             for here, there in ((link.intf1, link.intf2), (link.intf2, link.intf1)):
                 out_port[(here.node.name, there.node.name)] = here.node.ports[here]
         rules: dict[str, list[str]] = {self.switch_name[s]: [] for s in topo.switches}
         pairs = [(s, d) for s in topo.hosts for d in topo.hosts if s != d]
-        for (s, d), path in zip(pairs, router.paths(pairs, pairs), strict=True):
+        for (s, d), path in zip(pairs, self.paths(pairs), strict=True):
             for lid in path[1:]:
                 lk = topo.links[lid]
                 here = self.switch_name[lk.src]
