@@ -5,7 +5,8 @@
 
 use std::cmp::Ordering;
 
-use crate::common::{backfill, finish, np_max, np_min, table, table_from, Csr, Ix};
+use crate::backfill::backfill;
+use crate::common::{finish, np_max, np_min, table, table_from, Csr, Ix, Laps};
 
 const UPLINK: i8 = 0;
 const DOWNLINK: i8 = 1;
@@ -51,6 +52,7 @@ pub fn appaware<I: Ix>(
     given_bott: Option<&[u8]>,
     out: &mut [f64],
 ) {
+    let mut laps = Laps::start();
     let nf = r.n_flows();
     let nl = r.n_links;
     let dt = s.dt;
@@ -74,6 +76,7 @@ pub fn appaware<I: Ix>(
         };
         k | if bott[l] { B } else { 0 }
     });
+    laps.lap("demand+bott+cls");
     let rho_of = |f: usize| (s.sent[f] - s.lr1[f] + s.lr0[f]) / dt; // ρ_f of eq. (4), bytes/s
 
     // lines 17-21: per bottlenecked uplink Σ D (problem (3)); per bottlenecked downlink
@@ -94,6 +97,7 @@ pub fn appaware<I: Ix>(
             }
         }
     }
+    laps.lap("pass1 up/dn count");
     // x^u_f = min over f's bottlenecked uplinks of C D_f / Σ D; the downlinks' flows placed
     dn.start_placing();
     let mut x = table(nf, f64::INFINITY);
@@ -115,7 +119,9 @@ pub fn appaware<I: Ix>(
         }
     }
     drop((total, count));
+    laps.lap("pass2 up shares/dn place");
     let xd = dn.solve(cap, nf);
+    laps.lap("dn solve");
 
     // line 22: x_f = min(x^u_f, x^d_f), a flow on neither starts from its demand;
     // line 25: D(c_k) of the bottlenecked internal links
@@ -134,6 +140,7 @@ pub fn appaware<I: Ix>(
         }
     }
     drop(xd);
+    laps.lap("line22 + d_c");
 
     // lines 24-29: scale each over-full bottlenecked internal link to C (min over a
     // flow's links); then the load R^T x for the capacity cap of eq. (1a)
@@ -169,6 +176,7 @@ pub fn appaware<I: Ix>(
         }
     }
     drop(factor);
+    laps.lap("ic scale + load");
 
     // R·x <= C on every link (1a): flows take the smallest C_l / load_l of their links;
     // the load is summed again as they do (the backfill starts from it)
@@ -197,9 +205,12 @@ pub fn appaware<I: Ix>(
         }
     }
     drop(scale);
+    laps.lap("enforce cap");
     // 000 §VI-C: leftover capacity of bottlenecked links, in proportion to x
     backfill(r, cap, &mut x, &|l| bott[l], load);
+    laps.lap("backfill");
     finish(r, &x, out);
+    laps.lap("finish");
 }
 
 /// Problem (4) on every bottlenecked downlink: its flows water-filled to a common drain
