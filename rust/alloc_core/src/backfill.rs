@@ -9,7 +9,9 @@
 //! the per-link steps of a round visit only the links still crossed by a flow in play
 //! (a list in link order, shrinking as flows drop).
 
-use crate::common::{np_max, np_min, prefetch, room, table, table_from, Csr, Ix, Laps, AHEAD};
+use crate::common::{
+    np_max, np_min, prefetch, room, table, table_from, Csr, Ix, Laps, Links, AHEAD,
+};
 
 const MAX_ITER: u32 = 50;
 const RTOL: f64 = 1e-9;
@@ -35,16 +37,17 @@ pub fn backfill<I: Ix>(
     let nf = r.n_flows();
     let mut top = 0.0;
     // per link: flags, (capacity left C - R^T x, Σ x of the growable flows on it)
-    let mut flag: Vec<u8> = room(nl);
-    let mut res_den: Vec<(f64, f64)> = room(nl);
+    let mut flag = Links::<u8>(room(nl));
+    let mut res_den = Links::<(f64, f64)>(room(nl));
     for l in 0..nl {
         let b = is_bott(l);
         if b {
             top = np_max(top, cap[l]);
         }
         let res = cap[l] - load[l];
-        flag.push(if b { BOTT } else { 0 } | if res <= RTOL * cap[l] { FULL } else { 0 });
-        res_den.push((res, 0.0));
+        flag.0
+            .push(if b { BOTT } else { 0 } | if res <= RTOL * cap[l] { FULL } else { 0 });
+        res_den.0.push((res, 0.0));
     }
     let top = RTOL * top;
     drop(load);
@@ -53,18 +56,18 @@ pub fn backfill<I: Ix>(
     let mut ptr: Vec<u32> = room(nf + 1);
     ptr.push(0);
     let mut ent: Vec<u32> = room(r.nnz());
-    let mut cnt = table(nl, 0u32); // growable flows per link
+    let mut cnt = Links(table(nl, 0u32)); // growable flows per link
     for f in 0..nf {
         let row = r.row(f);
         let mut any = 0u8;
         for &l in row {
-            any |= flag[l.ix()];
+            any |= flag.0[l.ix()];
         }
         if any & (BOTT | FULL) == BOTT {
             for &l in row {
                 let l = l.ix();
                 ent.push(l as u32);
-                cnt[l] += 1;
+                cnt.0[l] += 1;
             }
             flows.push(f as u32);
             ptr.push(ent.len() as u32);
@@ -72,15 +75,15 @@ pub fn backfill<I: Ix>(
     }
     // the links in play (crossed by a growable flow), in link order
     let mut live: Vec<u32> = room(nl);
-    live.extend((0..nl as u32).filter(|&c| cnt[c as usize] > 0));
+    live.extend((0..nl as u32).filter(|&c| cnt[c] > 0));
     laps.lap("bf setup");
     if flows.is_empty() {
         return;
     }
     let mut xc: Vec<f64> = table_from(flows.len(), |k| x[flows[k] as usize]);
     let mut inc: Vec<f64> = table(flows.len(), 0.0);
-    let mut inc_load = table(nl, 0.0);
-    let mut factor = table(nl, 1.0); // of the cut links
+    let mut inc_load = Links(table(nl, 0.0));
+    let mut factor = Links(table(nl, 1.0)); // of the cut links
     for _ in 0..MAX_ITER {
         // drop the flows blocked by a full link (the others keep their order), and sum
         // x of the growable flows on each bottlenecked link (den is 0 here)
@@ -88,10 +91,10 @@ pub fn backfill<I: Ix>(
         let mut dropped = false;
         for k in 0..flows.len() {
             let b = ptr[k + 1] as usize;
-            if ent[a..b].iter().any(|&c| flag[c as usize] & FULL != 0) {
+            if ent[a..b].iter().any(|&c| flag[c] & FULL != 0) {
                 x[flows[k] as usize] = xc[k];
                 for &c in &ent[a..b] {
-                    cnt[c as usize] -= 1;
+                    cnt[c] -= 1;
                 }
                 dropped = true;
                 a = b;
@@ -100,13 +103,13 @@ pub fn backfill<I: Ix>(
             let xf = xc[k];
             for e in a..b {
                 if let Some(&ahead) = ent.get(e + AHEAD) {
-                    prefetch(&res_den, ahead as usize);
+                    prefetch(&res_den.0, ahead as usize);
                 }
                 let c = ent[e];
                 ent[we] = c;
                 we += 1;
-                if flag[c as usize] & BOTT != 0 {
-                    res_den[c as usize].1 += xf;
+                if flag[c] & BOTT != 0 {
+                    res_den[c].1 += xf;
                 }
             }
             flows[w] = flows[k];
@@ -116,7 +119,7 @@ pub fn backfill<I: Ix>(
             a = b;
         }
         if dropped {
-            live.retain(|&c| cnt[c as usize] > 0);
+            live.retain(|&c| cnt[c] > 0);
         }
         laps.lap("bf A filter+den");
         flows.truncate(w);
@@ -134,14 +137,11 @@ pub fn backfill<I: Ix>(
             let xf = xc[k];
             let mut m = f64::INFINITY;
             let mut seen = false;
-            for e in a..b {
-                if let Some(&ahead) = ent.get(e + AHEAD) {
-                    prefetch(&res_den, ahead as usize);
-                    prefetch(&inc_load, ahead as usize);
+            for (e, &c) in es.iter().enumerate() {
+                if let Some(&ahead) = ent.get(a + e + AHEAD) {
+                    prefetch(&res_den.0, ahead as usize);
+                    prefetch(&inc_load.0, ahead as usize);
                 }
-            }
-            for &c in es {
-                let c = c as usize;
                 if flag[c] & BOTT != 0 {
                     let (res, den) = res_den[c];
                     let share = if den > 0.0 {
@@ -156,7 +156,7 @@ pub fn backfill<I: Ix>(
             let v = if seen { m } else { 0.0 };
             inc[k] = v;
             for &c in es {
-                inc_load[c as usize] += v;
+                inc_load[c] += v;
             }
         }
         laps.lap("bf B share");
@@ -165,7 +165,6 @@ pub fn backfill<I: Ix>(
         // are redone, over all their flows in order
         let mut any_cut = false;
         for &c in &live {
-            let c = c as usize;
             let (res, load) = (res_den[c].0, inc_load[c]);
             if load > res {
                 factor[c] = res / load;
@@ -176,10 +175,9 @@ pub fn backfill<I: Ix>(
         if any_cut {
             for k in 0..w {
                 let es = &ent[ptr[k] as usize..ptr[k + 1] as usize];
-                if es.iter().any(|&c| flag[c as usize] & CUT != 0) {
+                if es.iter().any(|&c| flag[c] & CUT != 0) {
                     let mut m = f64::INFINITY;
                     for &c in es {
-                        let c = c as usize;
                         let fl = flag[c];
                         m = np_min(m, if fl & CUT != 0 { factor[c] } else { 1.0 });
                         if fl & REDO == 0 {
@@ -193,8 +191,8 @@ pub fn backfill<I: Ix>(
             for k in 0..w {
                 let v = inc[k];
                 for &c in &ent[ptr[k] as usize..ptr[k + 1] as usize] {
-                    if flag[c as usize] & REDO != 0 {
-                        inc_load[c as usize] += v;
+                    if flag[c] & REDO != 0 {
+                        inc_load[c] += v;
                     }
                 }
             }
@@ -208,11 +206,10 @@ pub fn backfill<I: Ix>(
         // a full link's leftover counts as 0 from now on (numpy: res[fl] = 0); the sums
         // start again from 0
         for &c in &live {
-            let c = c as usize;
             let rd = &mut res_den[c];
             rd.0 -= inc_load[c];
             let fl = &mut flag[c];
-            if rd.0 <= RTOL * cap[c] {
+            if rd.0 <= RTOL * cap[c as usize] {
                 *fl |= FULL;
                 rd.0 = 0.0;
             }

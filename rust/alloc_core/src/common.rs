@@ -136,16 +136,44 @@ impl<'a, I: Ix> Csr<'a, I> {
         // SAFETY: `new` checked 0 = indptr[0] <= indptr[f] <= indptr[f + 1] <= nnz.
         unsafe { self.indices.get_unchecked(a..b) }
     }
+}
 
-    /// (L,) Σ_{f ∋ l} x_f in entry order (numpy's `bincount(cols, weights=x[rows])`).
-    pub fn link_sum(&self, x: &[f64]) -> Vec<f64> {
-        let mut out = table(self.n_links, 0.0);
-        for (f, &xf) in x.iter().enumerate().take(self.n_flows()) {
-            for &l in self.row(f) {
-                out[l.ix()] += xf;
-            }
-        }
-        out
+/// A per-link table (`n_links` items) indexed by link numbers taken from R's rows or
+/// copied from them: `Csr::new` checked every one below `n_links`, so the hot loops
+/// index without a bounds check (checked in debug builds).
+pub struct Links<T>(pub Vec<T>);
+
+impl<T> std::ops::Index<usize> for Links<T> {
+    type Output = T;
+    #[inline(always)]
+    fn index(&self, c: usize) -> &T {
+        debug_assert!(c < self.0.len());
+        // SAFETY: c < n_links = len (above)
+        unsafe { self.0.get_unchecked(c) }
+    }
+}
+
+impl<T> std::ops::IndexMut<usize> for Links<T> {
+    #[inline(always)]
+    fn index_mut(&mut self, c: usize) -> &mut T {
+        debug_assert!(c < self.0.len());
+        // SAFETY: as in `index`
+        unsafe { self.0.get_unchecked_mut(c) }
+    }
+}
+
+impl<T> std::ops::Index<u32> for Links<T> {
+    type Output = T;
+    #[inline(always)]
+    fn index(&self, c: u32) -> &T {
+        &self[c as usize]
+    }
+}
+
+impl<T> std::ops::IndexMut<u32> for Links<T> {
+    #[inline(always)]
+    fn index_mut(&mut self, c: u32) -> &mut T {
+        &mut self[c as usize]
     }
 }
 
@@ -173,14 +201,16 @@ pub fn np_max(a: f64, b: f64) -> f64 {
 pub const AHEAD: usize = 24;
 
 /// Asks for `t[i]` to be brought into the cache (the loops index link tables at random
-/// a few entries ahead of use); no effect off x86-64 or out of range.
+/// a few entries ahead of use); no effect off x86-64. Any `i`: a prefetch never faults,
+/// so it is not checked.
 #[inline(always)]
 pub fn prefetch<T>(t: &[T], i: usize) {
     #[cfg(target_arch = "x86_64")]
-    if i < t.len() {
+    {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        // SAFETY: a prefetch is a hint; the address is inside `t`.
-        unsafe { _mm_prefetch(t.as_ptr().add(i) as *const i8, _MM_HINT_T0) };
+        // SAFETY: a prefetch is a hint and never faults, whatever the address; the
+        // pointer is not dereferenced.
+        unsafe { _mm_prefetch(t.as_ptr().wrapping_add(i) as *const i8, _MM_HINT_T0) };
     }
 }
 
