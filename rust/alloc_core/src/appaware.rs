@@ -5,7 +5,8 @@
 
 use std::cmp::Ordering;
 
-use crate::common::{backfill, finish, np_max, np_min, table, table_from, Csr, Ix};
+use crate::backfill::backfill;
+use crate::common::{finish, np_max, np_min, table, table_from, Csr, Ix, Laps, Links};
 
 const UPLINK: i8 = 0;
 const DOWNLINK: i8 = 1;
@@ -51,6 +52,7 @@ pub fn appaware<I: Ix>(
     given_bott: Option<&[u8]>,
     out: &mut [f64],
 ) {
+    let mut laps = Laps::start();
     let nf = r.n_flows();
     let nl = r.n_links;
     let dt = s.dt;
@@ -58,42 +60,52 @@ pub fn appaware<I: Ix>(
     let demand: Vec<f64> = table_from(nf, |f| {
         8.0 * np_max(s.sent[f] + 2.0 * s.ls1[f] - s.ls0[f], 0.0) / dt
     });
-    // line 11: bottlenecked links
+    let rho_of = |f: usize| (s.sent[f] - s.lr1[f] + s.lr0[f]) / dt; // ρ_f of eq. (4), bytes/s
+
+    // one pass over R for line 11 and lines 17-21: the load R^T D (when the bottlenecked
+    // links are not given), per uplink Σ D and its flows (problem (3)), per downlink its
+    // flows and their largest ρ (problem (4)); every link of a kind, as bottlenecked or
+    // not is known only at the end (the sums of one link are the same either way)
+    let detect = given_bott.is_none();
+    let mut load = Links(table(if detect { nl } else { 0 }, 0.0));
+    let mut total = Links(table(nl, 0.0));
+    let mut count = Links(table(nl, 0u32));
+    let mut dn = Downlinks::new(nl);
+    for (f, &df) in demand.iter().enumerate() {
+        let rho = rho_of(f);
+        for &l in r.row(f) {
+            let l = l.ix();
+            if detect {
+                load[l] += df;
+            }
+            match kind[l] {
+                UPLINK => {
+                    total[l] += np_max(df, 0.0);
+                    count[l] += 1;
+                }
+                DOWNLINK => dn.count(l, rho),
+                _ => {}
+            }
+        }
+    }
+    // line 11: bottlenecked links; only the bottlenecked downlinks' flows are placed
     let bott: Vec<bool> = match given_bott {
         Some(b) => table_from(nl, |l| b[l] != 0),
-        None => {
-            let load = r.link_sum(&demand);
-            table_from(nl, |l| load[l] >= cap[l] * BOTTLENECK_FRAC)
-        }
+        None => table_from(nl, |l| load.0[l] >= cap[l] * BOTTLENECK_FRAC),
     };
-    let cls: Vec<u8> = table_from(nl, |l| {
+    drop(load);
+    let cls = Links(table_from(nl, |l| {
         let k = if (UPLINK..=INTERNAL).contains(&kind[l]) {
             kind[l] as u8
         } else {
             3
         };
-        k | if bott[l] { B } else { 0 }
-    });
-    let rho_of = |f: usize| (s.sent[f] - s.lr1[f] + s.lr0[f]) / dt; // ρ_f of eq. (4), bytes/s
-
-    // lines 17-21: per bottlenecked uplink Σ D (problem (3)); per bottlenecked downlink
-    // its flows and their largest ρ (problem (4))
-    let mut total = table(nl, 0.0);
-    let mut count = table(nl, 0u32);
-    let mut dn = Downlinks::new(nl);
-    for (f, &df) in demand.iter().enumerate() {
-        for &l in r.row(f) {
-            let l = l.ix();
-            match cls[l] {
-                UP_B => {
-                    total[l] += np_max(df, 0.0);
-                    count[l] += 1;
-                }
-                DN_B => dn.count(l, rho_of(f)),
-                _ => {}
-            }
+        if k == DOWNLINK as u8 && !bott[l] {
+            dn.forget(l);
         }
-    }
+        k | if bott[l] { B } else { 0 }
+    }));
+    laps.lap("demand + pass1 load/up/dn count + bott");
     // x^u_f = min over f's bottlenecked uplinks of C D_f / Σ D; the downlinks' flows placed
     dn.start_placing();
     let mut x = table(nf, f64::INFINITY);
@@ -115,11 +127,13 @@ pub fn appaware<I: Ix>(
         }
     }
     drop((total, count));
+    laps.lap("pass2 up shares/dn place");
     let xd = dn.solve(cap, nf);
+    laps.lap("dn solve");
 
     // line 22: x_f = min(x^u_f, x^d_f), a flow on neither starts from its demand;
     // line 25: D(c_k) of the bottlenecked internal links
-    let mut d_c = table(nl, 0.0);
+    let mut d_c = Links(table(nl, 0.0));
     let mut any_ic = false;
     for f in 0..nf {
         let v = np_min(x[f], xd[f]);
@@ -134,20 +148,17 @@ pub fn appaware<I: Ix>(
         }
     }
     drop(xd);
+    laps.lap("line22 + d_c");
 
     // lines 24-29: scale each over-full bottlenecked internal link to C (min over a
     // flow's links); then the load R^T x for the capacity cap of eq. (1a)
     if any_ic {
-        for l in 0..nl {
-            d_c[l] = if d_c[l] > cap[l] {
-                cap[l] / d_c[l]
-            } else {
-                1.0
-            };
+        for (l, v) in d_c.0.iter_mut().enumerate() {
+            *v = if *v > cap[l] { cap[l] / *v } else { 1.0 };
         }
     }
     let factor = d_c;
-    let mut load = table(nl, 0.0);
+    let mut load = Links(table(nl, 0.0));
     for (f, xf) in x.iter_mut().enumerate() {
         let row = r.row(f);
         if any_ic {
@@ -169,19 +180,20 @@ pub fn appaware<I: Ix>(
         }
     }
     drop(factor);
+    laps.lap("ic scale + load");
 
     // R·x <= C on every link (1a): flows take the smallest C_l / load_l of their links;
     // the load is summed again as they do (the backfill starts from it)
     let mut over = false;
-    let mut scale = table(nl, 1.0);
-    for l in 0..nl {
-        if load[l] > cap[l] {
-            scale[l] = cap[l] / load[l];
+    let mut scale = Links(table(nl, 1.0));
+    for (l, &ld) in load.0.iter().enumerate() {
+        if ld > cap[l] {
+            scale.0[l] = cap[l] / ld;
             over = true;
         }
     }
     if over {
-        load.fill(0.0);
+        load.0.fill(0.0);
         for (f, xf) in x.iter_mut().enumerate() {
             let row = r.row(f);
             let mut m = f64::INFINITY;
@@ -197,9 +209,12 @@ pub fn appaware<I: Ix>(
         }
     }
     drop(scale);
+    laps.lap("enforce cap");
     // 000 §VI-C: leftover capacity of bottlenecked links, in proportion to x
-    backfill(r, cap, &mut x, &|l| bott[l], load);
+    backfill(r, cap, &mut x, &|l| bott[l], load.0);
+    laps.lap("backfill");
     finish(r, &x, out);
+    laps.lap("finish");
 }
 
 /// Problem (4) on every bottlenecked downlink: its flows water-filled to a common drain
@@ -227,6 +242,12 @@ impl Downlinks {
         if rho > 0.0 {
             self.rmax[l] = np_max(self.rmax[l], rho);
         }
+    }
+
+    /// Link l is not bottlenecked after all: none of its flows is placed.
+    fn forget(&mut self, l: usize) {
+        self.head[l + 1] = 0;
+        self.rmax[l] = 0.0;
     }
 
     fn start_placing(&mut self) {

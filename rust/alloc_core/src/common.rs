@@ -136,16 +136,44 @@ impl<'a, I: Ix> Csr<'a, I> {
         // SAFETY: `new` checked 0 = indptr[0] <= indptr[f] <= indptr[f + 1] <= nnz.
         unsafe { self.indices.get_unchecked(a..b) }
     }
+}
 
-    /// (L,) Σ_{f ∋ l} x_f in entry order (numpy's `bincount(cols, weights=x[rows])`).
-    pub fn link_sum(&self, x: &[f64]) -> Vec<f64> {
-        let mut out = table(self.n_links, 0.0);
-        for (f, &xf) in x.iter().enumerate().take(self.n_flows()) {
-            for &l in self.row(f) {
-                out[l.ix()] += xf;
-            }
-        }
-        out
+/// A per-link table (`n_links` items) indexed by link numbers taken from R's rows or
+/// copied from them: `Csr::new` checked every one below `n_links`, so the hot loops
+/// index without a bounds check (checked in debug builds).
+pub struct Links<T>(pub Vec<T>);
+
+impl<T> std::ops::Index<usize> for Links<T> {
+    type Output = T;
+    #[inline(always)]
+    fn index(&self, c: usize) -> &T {
+        debug_assert!(c < self.0.len());
+        // SAFETY: c < n_links = len (above)
+        unsafe { self.0.get_unchecked(c) }
+    }
+}
+
+impl<T> std::ops::IndexMut<usize> for Links<T> {
+    #[inline(always)]
+    fn index_mut(&mut self, c: usize) -> &mut T {
+        debug_assert!(c < self.0.len());
+        // SAFETY: as in `index`
+        unsafe { self.0.get_unchecked_mut(c) }
+    }
+}
+
+impl<T> std::ops::Index<u32> for Links<T> {
+    type Output = T;
+    #[inline(always)]
+    fn index(&self, c: u32) -> &T {
+        &self[c as usize]
+    }
+}
+
+impl<T> std::ops::IndexMut<u32> for Links<T> {
+    #[inline(always)]
+    fn index_mut(&mut self, c: u32) -> &mut T {
+        &mut self[c as usize]
     }
 }
 
@@ -173,227 +201,16 @@ pub fn np_max(a: f64, b: f64) -> f64 {
 pub const AHEAD: usize = 24;
 
 /// Asks for `t[i]` to be brought into the cache (the loops index link tables at random
-/// a few entries ahead of use); no effect off x86-64 or out of range.
+/// a few entries ahead of use); no effect off x86-64. Any `i`: a prefetch never faults,
+/// so it is not checked.
 #[inline(always)]
 pub fn prefetch<T>(t: &[T], i: usize) {
     #[cfg(target_arch = "x86_64")]
-    if i < t.len() {
+    {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        // SAFETY: a prefetch is a hint; the address is inside `t`.
-        unsafe { _mm_prefetch(t.as_ptr().add(i) as *const i8, _MM_HINT_T0) };
-    }
-}
-
-/// The backfill pass of 000 §VI-C: leftover capacity of the bottlenecked links
-/// (`is_bott`) goes to their flows in proportion to the previous pass's rates, only
-/// among flows that can still grow (on a bottlenecked link, on no full link); the same
-/// rounds as the numpy code. `load` is R^T x.
-///
-/// Works on the flows still in play only, the links renumbered (bottlenecked ones first);
-/// dropping a blocked flow keeps the others in order, so every sum runs in numpy's order.
-pub fn backfill<I: Ix>(
-    r: &Csr<I>,
-    cap: &[f64],
-    x: &mut [f64],
-    is_bott: &dyn Fn(usize) -> bool,
-    load: Vec<f64>,
-) {
-    const MAX_ITER: u32 = 50;
-    const RTOL: f64 = 1e-9;
-    let nl = r.n_links;
-    let nf = r.n_flows();
-    // every link numbered, the bottlenecked ones first (below nb): what is left, C - R^T x,
-    // and whether that is nothing (full)
-    let mut map = table(nl, 0u32);
-    let mut res_den: Vec<(f64, f64)> = room(nl); // (capacity left, Σ x of growable flows)
-    let mut floor: Vec<f64> = room(nl);
-    let mut full: Vec<bool> = room(nl);
-    let (mut nb, mut top) = (0, 0.0);
-    for pass in [true, false] {
-        for l in (0..nl).filter(|&l| is_bott(l) == pass) {
-            map[l] = res_den.len() as u32;
-            res_den.push((cap[l] - load[l], 0.0));
-            floor.push(RTOL * cap[l]);
-            full.push(cap[l] - load[l] <= RTOL * cap[l]);
-            if pass {
-                top = np_max(top, cap[l]);
-            }
-        }
-        if pass {
-            nb = res_den.len() as u32;
-        }
-    }
-    let (n, top) = (nl, RTOL * top);
-    drop(load);
-    // the growable flows (on a bottlenecked link, on no full link) and their entries
-    let mut flows: Vec<u32> = room(nf);
-    let mut ptr: Vec<u32> = room(nf + 1);
-    ptr.push(0);
-    let mut ent: Vec<u32> = room(r.nnz());
-    let mut cnt = table(n, 0u32); // growable flows per bottlenecked link
-    for f in 0..nf {
-        let row = r.row(f);
-        let (mut b, mut blocked) = (false, false);
-        for &l in row {
-            let c = map[l.ix()];
-            b |= c < nb;
-            blocked |= full[c as usize];
-        }
-        if b && !blocked {
-            for &l in row {
-                let c = map[l.ix()];
-                ent.push(c);
-                if c < nb {
-                    cnt[c as usize] += 1;
-                }
-            }
-            flows.push(f as u32);
-            ptr.push(ent.len() as u32);
-        }
-    }
-    drop(map);
-    if flows.is_empty() {
-        return;
-    }
-    let mut xc: Vec<f64> = table_from(flows.len(), |k| x[flows[k] as usize]);
-    let mut inc: Vec<f64> = table(flows.len(), 0.0);
-    let mut inc_load = table(n, 0.0);
-    let mut factor = table(n, 1.0); // of the cut links
-    let mut mark = table(n, 0u8); // 1: the link is cut, 2: a flow on it was
-    for _ in 0..MAX_ITER {
-        // drop the flows blocked by a full link (the others keep their order), and sum
-        // x of the growable flows on each bottlenecked link (den is 0 here)
-        let (mut w, mut we, mut a) = (0usize, 0usize, 0usize);
-        for k in 0..flows.len() {
-            let b = ptr[k + 1] as usize;
-            if ent[a..b].iter().any(|&c| full[c as usize]) {
-                x[flows[k] as usize] = xc[k];
-                for &c in &ent[a..b] {
-                    if c < nb {
-                        cnt[c as usize] -= 1;
-                    }
-                }
-                a = b;
-                continue;
-            }
-            let xf = xc[k];
-            for e in a..b {
-                if let Some(&ahead) = ent.get(e + AHEAD) {
-                    prefetch(&res_den, ahead as usize);
-                }
-                let c = ent[e];
-                ent[we] = c;
-                we += 1;
-                if c < nb {
-                    res_den[c as usize].1 += xf;
-                }
-            }
-            flows[w] = flows[k];
-            xc[w] = xf;
-            ptr[w + 1] = we as u32;
-            w += 1;
-            a = b;
-        }
-        flows.truncate(w);
-        xc.truncate(w);
-        inc.truncate(w);
-        ptr.truncate(w + 1);
-        if w == 0 {
-            break;
-        }
-        // a flow's increase: its smallest share of a link's leftover, in proportion to x
-        // (inc_load is 0 here)
-        for k in 0..w {
-            let (a, b) = (ptr[k] as usize, ptr[k + 1] as usize);
-            let es = &ent[a..b];
-            let xf = xc[k];
-            let mut m = f64::INFINITY;
-            let mut seen = false;
-            for e in a..b {
-                if let Some(&ahead) = ent.get(e + AHEAD) {
-                    prefetch(&res_den, ahead as usize);
-                    prefetch(&inc_load, ahead as usize);
-                }
-            }
-            for &c in es {
-                if c < nb {
-                    let (res, den) = res_den[c as usize];
-                    let share = if den > 0.0 {
-                        res * xf / den
-                    } else {
-                        res / cnt[c as usize] as f64
-                    };
-                    m = np_min(m, share);
-                    seen = true;
-                }
-            }
-            let v = if seen { m } else { 0.0 };
-            inc[k] = v;
-            for &c in es {
-                inc_load[c as usize] += v;
-            }
-        }
-        // cut increases down so that no link goes over capacity; a flow on no cut link
-        // keeps its increase (x 1.0), so only the sums of the links of flows on a cut link
-        // are redone, over all their flows in order
-        let mut any_cut = false;
-        for c in 0..n {
-            let (res, load) = (res_den[c].0, inc_load[c]);
-            let cut = load > res;
-            mark[c] = cut as u8;
-            if cut {
-                factor[c] = res / load;
-                any_cut = true;
-            }
-        }
-        if any_cut {
-            for k in 0..w {
-                let es = &ent[ptr[k] as usize..ptr[k + 1] as usize];
-                if es.iter().any(|&c| mark[c as usize] & 1 != 0) {
-                    let mut m = f64::INFINITY;
-                    for &c in es {
-                        let c = c as usize;
-                        m = np_min(m, if mark[c] & 1 != 0 { factor[c] } else { 1.0 });
-                        if mark[c] & 2 == 0 {
-                            mark[c] |= 2;
-                            inc_load[c] = 0.0;
-                        }
-                    }
-                    inc[k] *= m;
-                }
-            }
-            for k in 0..w {
-                let v = inc[k];
-                for &c in &ent[ptr[k] as usize..ptr[k + 1] as usize] {
-                    if mark[c as usize] & 2 != 0 {
-                        inc_load[c as usize] += v;
-                    }
-                }
-            }
-        }
-        let mut inc_max = 0.0;
-        for k in 0..w {
-            xc[k] += inc[k];
-            inc_max = np_max(inc_max, inc[k]);
-        }
-        // a full link's leftover counts as 0 from now on (numpy: res[fl] = 0); the sums
-        // start again from 0
-        for c in 0..n {
-            let rd = &mut res_den[c];
-            rd.0 -= inc_load[c];
-            if rd.0 <= floor[c] {
-                full[c] = true;
-                rd.0 = 0.0;
-            }
-            rd.1 = 0.0;
-            inc_load[c] = 0.0;
-        }
-        if inc_max <= top {
-            break;
-        }
-    }
-    for (k, &f) in flows.iter().enumerate() {
-        x[f as usize] = xc[k];
+        // SAFETY: a prefetch is a hint and never faults, whatever the address; the
+        // pointer is not dereferenced.
+        unsafe { _mm_prefetch(t.as_ptr().wrapping_add(i) as *const i8, _MM_HINT_T0) };
     }
 }
 
@@ -405,5 +222,43 @@ pub fn finish<I: Ix>(r: &Csr<I>, x: &[f64], out: &mut [f64]) {
         } else {
             np_max(x[f], 0.0)
         };
+    }
+}
+
+/// Phase timers behind the `timers` feature: each `lap` prints the thread CPU time since
+/// the last one to stderr (profiling builds only; compiled away otherwise).
+pub struct Laps {
+    #[cfg(feature = "timers")]
+    t: f64,
+}
+
+impl Laps {
+    #[cfg(feature = "timers")]
+    fn now() -> f64 {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: a valid timespec for the kernel to fill
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+    }
+
+    #[inline(always)]
+    pub fn start() -> Self {
+        Laps {
+            #[cfg(feature = "timers")]
+            t: Self::now(),
+        }
+    }
+
+    #[inline(always)]
+    pub fn lap(&mut self, _name: &str) {
+        #[cfg(feature = "timers")]
+        {
+            let t = Self::now();
+            eprintln!("lap {_name} {:.3}", (t - self.t) * 1e3);
+            self.t = Self::now();
+        }
     }
 }

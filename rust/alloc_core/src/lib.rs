@@ -9,6 +9,7 @@
 #![allow(clippy::useless_conversion)]
 
 mod appaware;
+mod backfill;
 mod common;
 mod maxmin;
 
