@@ -100,6 +100,9 @@ CLASS_BASE = 0  # Stream's queue q is class q
 TCP_LEAF_PKTS = CLASSES * LEAF_LIMIT_PKTS  # tcp's one leaf: what Stream's eight hold
 RESERVE_MARGIN = 1.1  # the reserve over the background's rate (UDP/IP headers, jitter)
 SAMPLE_S = 0.1  # the port's byte counter, read this often during a run
+#: the figures compared per mode: average CCT, mice's (category I), the others', p95
+FIELDS = {"avg": "avg_cct_s", "mice": "mice_avg_cct_s", "large": "large_avg_cct_s",
+          "p95": "p95_cct_s"}
 LEASE_S = 3.0
 RENEW_S = 1.0
 PORT = 7100
@@ -444,10 +447,6 @@ def factors(rows: list[dict[str, Any]]) -> dict[str, Any]:
             v = [r[field] for r in rows if r["mode"] == mode and r[field] is not None]
             out[f"{mode}_{field}"] = _med(v) if v else None
     return out
-
-
-FIELDS = {"avg": "avg_cct_s", "mice": "mice_avg_cct_s", "large": "large_avg_cct_s",
-          "p95": "p95_cct_s"}
 
 
 def compare(res: dict[str, Any]) -> Comparison:
