@@ -159,12 +159,13 @@ def test_reserved_leaf_keeps_its_rate_and_leaves_take_their_lengths(cleanup):
         port = tb.switch_port("w3")
         udp = {"src_ip": tb.ip("w2"), "dst_ip": tb.ip("w3"), "proto": "udp"}
         tcp = {"src_ip": tb.ip("w1"), "dst_ip": tb.ip("w3"), "dst_port": 5201}
-        shape = {"leaf_pkts": [8] * 7 + [40], "reserve_bps": 1.1 * udp_mbps * 1e6}
+        # 7 x 8 + 24 + the reserve's 8 = 88 packets, within the send buffer's 92
+        shape = {"leaf_pkts": [8] * 7 + [24], "reserve_bps": 1.1 * udp_mbps * 1e6}
         client.put_classes([{"flow": udp, "cls": 8, "port": port},
                             {"flow": tcp, "cls": 0, "port": port}], lease_s=60,
                            shapes={port: shape})
         leaves = _leaf_limits(port)
-        assert sorted(leaves) == [8] * 8 + [40], leaves  # 8 classes + the reserve
+        assert sorted(leaves) == [8] * 8 + [24], leaves  # 8 classes + the reserve
         servers = {n: tb.popen("w3", ["iperf3", "-s", "-1", "-J", "-p", str(n)],
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
                    for n in (5201, 5202)}
