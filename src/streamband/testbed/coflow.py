@@ -33,7 +33,12 @@ the hosts' namespaces (``python -m streamband.testbed.coflow receiver|sender PLA
   (§III-D, §IV-A); a user-space sender cannot, but these bounds make the kernel's own
   retransmission timer start at 004's 10 ms and back off to at most ``rto_max_ms``
   (Linux's defaults: 200 ms and 120 s), so a flow that lost packets in a starved class
-  probes again within that bound once the class is served.
+  probes again within that bound once the class is served. With them the sender also
+  sets ``TCP_USER_TIMEOUT`` to the run's deadline and ``TCP_SYNCNT`` to its most (127):
+  Linux gives up on a connection after ``tcp_retries2`` (15) expiries reckoned with
+  the socket's RTO bounds, about 14 s at a 1 s ceiling, and measured so (bench
+  paper-004, stream-rto without them: 3 of 120 flows starved that long in a low class
+  and were reset, the run never completed).
 - Every sender writes each of its flows' ``TCP_INFO`` counters when the flow ends
   (:func:`tcp_stats`: retransmissions, RTO expiries and time in RTO recovery, time
   limited by the send buffer) to ``HOST.tcp.json`` in the plan's ``sync`` directory.
@@ -63,6 +68,7 @@ from typing import Any
 
 HEADER = struct.Struct("!I")  # the flow's index in the plan
 TCP_RTO_MAX_MS, TCP_RTO_MIN_US = 44, 45  # <linux/tcp.h> of Linux 6.15 / 6.16
+MAX_SYNCNT = 127  # <net/tcp.h> MAX_TCP_SYNCNT
 CHUNK = 64 * 1024
 TICK_S = 0.01  # the receiver's decision period and both loops' longest wait
 MODES = ("stream", "tcp")
@@ -194,6 +200,9 @@ def send(plan: dict[str, Any], host: str) -> int:
     live: dict[int, _Flow] = {}
     deadline = float(plan["deadline_s"])
     rto = [(TCP_RTO_MIN_US, plan.get("rto_min_us")), (TCP_RTO_MAX_MS, plan.get("rto_max_ms"))]
+    if plan.get("rto_max_ms") is not None:  # no abort after 15 short expiries
+        rto += [(socket.TCP_USER_TIMEOUT, int(deadline * 1000)),
+                (socket.TCP_SYNCNT, MAX_SYNCNT)]
     stats: dict[int, dict[str, int]] = {}
     k = failed = 0
     while (k < len(todo) or live) and time.time() - t0 < deadline:
