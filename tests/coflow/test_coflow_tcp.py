@@ -17,16 +17,18 @@ import pytest
 from streamband.errors import OptionError
 from streamband.experiments.base import Options
 from streamband.experiments.paper004_testbed import (
+    TCP_LEAF_PKTS,
     Setting,
     plan,
     scaled_trace,
     setting,
     workload,
 )
+from streamband.sdn.priority import CLASSES, SEND_BUFFER_PKTS, PortShape, PriorityError
 from streamband.sim.coflow.schedulers.stream import demoted
 from streamband.sim.coflow.schedulers.thresholds import thresholds
 from streamband.sim.coflow.trace import MIB, read_trace
-from streamband.testbed.coflow import launch, tos_of
+from streamband.testbed.coflow import HEADER, launch, tos_of
 
 
 @pytest.fixture
@@ -64,6 +66,25 @@ def test_queue_q_is_marked_for_class_base_plus_q():
         tos_of(8)
 
 
+def test_port_shapes_fit_the_send_buffer():
+    """tcp's one leaf holds what Stream's eight hold together; both modes' trees, with
+    the background's reserve, fit the switch's send buffer; a tree that does not is
+    refused before tc is asked."""
+    st = Setting()
+    shapes = {m: PortShape(tuple(d["leaf_pkts"]), d["reserve_bps"], d["reserve_pkts"])
+              for m in ("tcp", "stream") for d in [st.shape(m)]}
+    assert shapes["tcp"].leaf_pkts[CLASSES - 1] == TCP_LEAF_PKTS == sum(
+        shapes["stream"].leaf_pkts)
+    for sh in shapes.values():
+        sh.check("port", st.link_mbps * 1e6)
+        assert sh.total_pkts <= SEND_BUFFER_PKTS == 92
+        assert st.link_mbps * 1e6 * st.background < sh.reserve_bps < st.link_mbps * 1e6
+    with pytest.raises(PriorityError, match="send buffer"):
+        PortShape((8,) * 7 + (80,)).check("port", 20e6)
+    with pytest.raises(PriorityError, match="reserve_bps"):
+        PortShape(reserve_bps=25e6).check("port", 20e6)
+
+
 @pytest.mark.parametrize(("opts", "words"), [
     (Options(backend="testbed", full_trace=True), "--full-trace"),
     (Options(backend="testbed", seconds=5.0), "--seconds"),
@@ -77,7 +98,7 @@ def test_bad_options_stop_before_anything(opts, words):
 def _loopback(tmp_path: Path, mode: str, wl, st: Setting) -> tuple[dict, dict]:
     """The bench's launch (every agent ready before t0) with processes on 127.0.0.1."""
     ips = {f"w{i}": "127.0.0.1" for i in range(1, st.hosts + 1)}
-    p = plan(wl, st, mode, 0.0, ips, 17500 + (mode == "tcp") + int(time.time()) % 400 * 2)
+    p = plan(wl, st, mode, 0.0, ips, 17500 + MODES.index(mode) + int(time.time()) % 400 * 3)
     p = dict(p, deadline_s=60.0, sync=str(tmp_path / f"{mode}.sync"))
     res = tmp_path / f"{mode}.json"
     with (tmp_path / f"{mode}.log").open("w") as log:
@@ -88,16 +109,31 @@ def _loopback(tmp_path: Path, mode: str, wl, st: Setting) -> tuple[dict, dict]:
     return p, json.loads(res.read_text())
 
 
+MODES = ("stream", "tcp", "stream-rto")
+
+
 def test_agents_over_loopback(trace, tmp_path):
     st = replace(Setting(), coflows=10, time_scale=0.02)
     wl = workload(trace, st)
-    for mode in ("stream", "tcp"):
+    for mode in MODES:
         p, r = _loopback(tmp_path, mode, wl, st)
         assert r["complete"] and r["errors"] == []
         lag = [v - f["start"] for v, f in zip(r["flow_seen_s"], p["flows"], strict=True)]
         assert max(lag) < 0.5, lag  # every process was up before t0: no flow late
         assert r["bytes"] == [f["bytes"] for f in p["flows"]]
         assert all(v is not None and v >= 0 for v in r["cct_s"])
+        # every flow's TCP_INFO, read where tcp_stats expects it: its bytes sent less
+        # those sent again are the flow's; stream-rto's sockets run under the 10 ms RTO
+        # floor (Linux's: 200 ms)
+        stats = {}
+        for f in Path(p["sync"]).glob("*.tcp.json"):
+            stats.update(json.loads(f.read_text()))
+        assert sorted(map(int, stats)) == list(range(len(p["flows"])))
+        for i, fl in enumerate(p["flows"]):
+            st_i = stats[str(i)]  # bytes_sent counts retransmissions too
+            assert st_i["bytes_sent"] - st_i["bytes_retrans"] == HEADER.size + fl["bytes"], st_i
+        rto = sorted(v["rto_us"] for v in stats.values())
+        assert rto[0] < 100_000 if mode == "stream-rto" else rto[0] >= 200_000, (mode, rto)
         if mode == "tcp":
             assert r["queues"] == []
             continue

@@ -85,8 +85,15 @@ def test_classes_reject_bad_requests(cleanup):
         client.wait_ready(1)
         flow = {"src_ip": tb.ip("w1"), "dst_ip": tb.ip("w3")}
         r = client.http.put("/v1/classes", json={"classes": [
-            {"flow": flow, "cls": 8, "port": tb.switch_port("w3")}]})
+            {"flow": flow, "cls": 9, "port": tb.switch_port("w3")}]})
         assert r.status_code == 422
+        # class 8 is a port's reserved leaf: only on a port whose shape has one
+        with pytest.raises(ControllerError, match="409"):
+            client.put_classes([{"flow": flow, "cls": 8, "port": tb.switch_port("w3")}])
+        # leaves that together hold more than the switch's send buffer
+        with pytest.raises(ControllerError, match="409"):
+            client.put_classes([{"flow": flow, "cls": 0, "port": tb.switch_port("w3")}],
+                               shapes={tb.switch_port("w3"): {"leaf_pkts": [8] * 7 + [90]}})
         r = client.http.put("/v1/classes", json={"classes": [{"flow": flow, "cls": 0}]})
         assert r.status_code == 422
         with pytest.raises(ControllerError, match="409"):
@@ -137,6 +144,55 @@ def test_class_leases_expire_to_plain_sharing(cleanup):
         assert client.classes() == []
         assert len(_tc_classes(port)) == 1  # one HTB class: plain sharing
         assert link_rate_bps(port) == pytest.approx(LINK_MBPS * 1e6)
+
+
+def test_reserved_leaf_keeps_its_rate_and_leaves_take_their_lengths(cleanup):
+    """A port shaped with a reserve and one long leaf: UDP listed in the reserved leaf
+    keeps its rate beside an unpaced TCP flow in the highest class 0 (HTB serves a
+    leaf below its own rate before any borrowing one), the TCP flow takes the rest;
+    the leaves have the lengths asked, and a later shape changes them in place."""
+    spec = load_spec(SPEC)
+    udp_mbps, seconds = 7.0, 8
+    with Testbed(spec) as tb:
+        client = ControllerClient(spec.api)
+        client.wait_ready(1)
+        port = tb.switch_port("w3")
+        udp = {"src_ip": tb.ip("w2"), "dst_ip": tb.ip("w3"), "proto": "udp"}
+        tcp = {"src_ip": tb.ip("w1"), "dst_ip": tb.ip("w3"), "dst_port": 5201}
+        # 7 x 8 + 24 + the reserve's 8 = 88 packets, within the send buffer's 92
+        shape = {"leaf_pkts": [8] * 7 + [24], "reserve_bps": 1.1 * udp_mbps * 1e6}
+        client.put_classes([{"flow": udp, "cls": 8, "port": port},
+                            {"flow": tcp, "cls": 0, "port": port}], lease_s=60,
+                           shapes={port: shape})
+        leaves = _leaf_limits(port)
+        assert sorted(leaves) == [8] * 8 + [24], leaves  # 8 classes + the reserve
+        servers = {n: tb.popen("w3", ["iperf3", "-s", "-1", "-J", "-p", str(n)],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                   for n in (5201, 5202)}
+        time.sleep(0.5)
+        tb.popen("w1", ["iperf3", "-c", tb.ip("w3"), "-p", "5201", "-t", str(seconds)],
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        tb.popen("w2", ["iperf3", "-c", tb.ip("w3"), "-p", "5202", "-u", "-b",
+                        f"{udp_mbps:g}M", "-t", str(seconds)],
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        got = {n: _mean(json.loads(p.communicate(timeout=seconds + 20)[0])["intervals"],
+                        2.0, seconds - 1) for n, p in servers.items()}
+        sent = client.class_bytes(port)
+        print(f"\nreserve (UDP) {got[5202]:.2f} Mbit/s of {udp_mbps}, class 0 (TCP) "
+              f"{got[5201]:.2f}; class bytes {sent}; leaves {leaves}")
+        assert len(sent) == CLASSES + 1 and sent[CLASSES] > 0.8 * udp_mbps * 1e6 * seconds / 8
+        assert got[5202] > 0.95 * udp_mbps, got
+        assert LINK_MBPS - udp_mbps - 3.0 < got[5201] < LINK_MBPS - udp_mbps + 0.5, got
+        client.put_classes([{"flow": udp, "cls": 8, "port": port}], lease_s=60,
+                           shapes={port: {"reserve_bps": 1.1 * udp_mbps * 1e6}})
+        assert sorted(_leaf_limits(port)) == [LEAF_LIMIT_PKTS] * 9
+
+
+def _leaf_limits(dev: str) -> list[int]:
+    """The packet limits of ``dev``'s pfifo leaves."""
+    out = subprocess.run(["tc", "qdisc", "show", "dev", dev], capture_output=True,
+                         text=True).stdout
+    return [int(m) for m in re.findall(r"qdisc pfifo \w+: .* limit (\d+)p", out)]
 
 
 def _tc_classes(dev: str) -> list[str]:

@@ -77,11 +77,17 @@ class ControllerClient:
         """Register host attachments (IP -> edge switch dpid) for metering."""
         return self._call("PUT", "/v1/hosts", json={"hosts": hosts, "replace": replace})["hosts"]
 
-    def put_classes(self, classes: list[dict[str, Any]], lease_s: float = 3.0) -> dict[str, Any]:
+    def put_classes(self, classes: list[dict[str, Any]], lease_s: float = 3.0,
+                    shapes: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
         """``classes``: ``{"flow": FlowKey dict, "cls": 0..7, "port": NAME}`` (or
         ``"dpid"`` + ``"port_no"``): strict priority on that egress port (000 §VII),
-        for ``lease_s`` seconds unless renewed (:meth:`renew`)."""
-        return self._call("PUT", "/v1/classes", json={"classes": classes, "lease_s": lease_s})
+        for ``lease_s`` seconds unless renewed (:meth:`renew`). ``shapes``: port name
+        -> ``{"leaf_pkts": [8 lengths], "reserve_bps": .., "reserve_pkts": ..}``, the
+        tree of a port in ``classes`` (cls 8: its reserved leaf)."""
+        body: dict[str, Any] = {"classes": classes, "lease_s": lease_s}
+        if shapes:
+            body["shapes"] = shapes
+        return self._call("PUT", "/v1/classes", json=body)
 
     def classes(self) -> list[dict[str, Any]]:
         return self._call("GET", "/v1/classes")

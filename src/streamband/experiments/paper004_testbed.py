@@ -11,30 +11,44 @@ traffic at 50 % of the link; Stream's average CCT is 1.3x (scenario one) and 1.2
 Here (:class:`Setting`): the star testbed with 8 hosts (``w1``..``w6`` senders,
 ``w7`` the receivers' host, ``w8`` background) on ``link_mbps`` links; background: a
 UDP iperf3 flow at ``background`` x the link from ``w8`` to ``w7``, listed in the
-highest class 0 of the receiver's port in both modes, so the coflows share the rest
-in both (a constant 50 % taken off, as 004's steady background). The workload: the
+reserved leaf of the receiver's port (:data:`~streamband.sdn.priority.RESERVED`,
+assured ``RESERVE_MARGIN`` x its rate, served ahead of the eight strict classes) in
+every mode but tcp-fifo, so the coflows share the rest (a constant 50 % taken off, as
+004's steady background) and Stream has all 8 classes for its 8 queues, as 004's
+testbed ("This set of experiments is conducted using 8 priority queues"). The workload: the
 first ``coflows`` coflows of FB2010 in trace order, each a coflow of one receiver
 (all its reducers on ``w7``) and one flow per distinct sender host (mapper rack mod
 6), its bytes split evenly over them; each coflow's bytes capped at ``cap_mib`` MiB
 (the trace's 1 TiB coflow would otherwise be the whole run), then scaled by
 ``size_scale`` (testbed bytes per trace byte); arrivals scaled by ``time_scale``.
-Stream's thresholds (10 MiB x 10^k, 4 queues) and eq. (3)'s MiB are scaled by
-``size_scale`` alike, so the receivers decide as on the unscaled sizes.
+Stream's thresholds (10 MiB x 10^k, ``queues`` of them) and eq. (3)'s MiB are scaled by
+``size_scale`` alike, so the receivers decide as on the unscaled sizes (with the 1 GiB
+cap no coflow passes the fourth threshold: queues 4..7 stay empty).
 
 Modes (:mod:`streamband.testbed.coflow`): ``stream`` (receivers decide, senders mark
-DSCP, queue q in class 1 + q), ``tcp`` (no marking: every coflow byte in the default
-class 7, plain TCP sharing among the coflows in one 8-packet leaf) and ``tcp-fifo``
-(the port without classes, as Mininet shapes it: one HTB class with its default
-1000-packet leaf, the background UDP in the same queue; plain TCP as the testbed is
-without any priority machinery). ``tcp`` isolates the marking (same port, same
-classes); ``tcp-fifo`` shows what the short leaves cost TCP. The simulator runs the same workload
-(trace sizes, the coflow share of the link scaled by ``1 / size_scale``: the same
+DSCP, queue q in class q, eight leaves of ``LEAF_LIMIT_PKTS`` = 8 packets), ``stream-rto``
+(the same, the senders' retransmission timer bounded as 004's sender's starvation
+timer: ``TCP_RTO_MIN_US`` 10 ms, ``TCP_RTO_MAX_MS`` 1 s), ``tcp`` (no marking: every
+coflow byte in the default class 7, plain TCP sharing among the coflows in one leaf of
+8 x 8 = 64 packets, the total Stream's eight leaves hold) and ``tcp-fifo`` (the port
+without classes, as Mininet shapes it: one HTB class with its default 1000-packet leaf,
+which the switch's send buffer stops at about 92 packets, the background UDP in the
+same queue; plain TCP as the testbed is without any priority machinery). ``tcp``
+isolates the marking (same port, same buffer in all); ``tcp-rto`` is tcp with
+stream-rto's bounds (what they do without Stream); ``tcp-fifo`` is the port without
+priority machinery. ``--policy M1,M2`` runs only the modes listed. The simulator runs
+the same workload (trace sizes, the coflow share of the link scaled by ``1 / size_scale``: the same
 times) on a big switch with fs and stream, for the factor the fluid model predicts.
+
+Each run also records, to find where time goes: the port's bytes every 0.1 s, so
+the link capacity left unused while a coflow was open (``link``), and every
+flow's ``TCP_INFO`` at its end (RTO expiries, time in RTO recovery, retransmitted
+bytes, time limited by the send buffer: :func:`~streamband.testbed.coflow.tcp_stats`).
 
 Checks that can fail: every run carried every byte of every flow; in stream runs the
 receivers' decisions reached the switch (coflow bytes in at least two classes, the
-demoted ones below class 1) and in tcp runs no coflow byte was marked; Stream's
-median average CCT beats each baseline's.
+demoted ones below class 0) and in tcp runs no coflow byte was marked; each Stream
+variant's median average CCT beats each baseline's.
 """
 
 from __future__ import annotations
@@ -57,6 +71,7 @@ from rich.console import Console
 from streamband.errors import OptionError, PreconditionError
 from streamband.experiments.base import Check, Comparison, Options, Outcome, distance, show
 from streamband.report.html import Report, write_json
+from streamband.sdn.priority import CLASSES, LEAF_LIMIT_PKTS, RESERVED
 from streamband.sim.coflow.run import GBIT, simulate
 from streamband.sim.coflow.schedulers.thresholds import thresholds
 from streamband.sim.coflow.trace import MIB, Coflow, Trace
@@ -73,12 +88,21 @@ PAPER: dict[str, tuple[float, str]] = {
     "p95": (1.58, "§IV-A: 'better performance by up 1.58x and 1.72x at 95th percentile'"),
 }
 #: tcp: the port's classes as under stream, nothing marked (every coflow byte in class 7,
-#: one 8-packet leaf); tcp-fifo: the port as Mininet shapes it without classes (one HTB
-#: class, its default 1000-packet leaf; the background shares it), plain TCP
-MODES = ("tcp", "tcp-fifo", "stream")
-BASELINES = ("tcp", "tcp-fifo")
-BG_CLASS = 0
-CLASS_BASE = 1  # Stream's queue q is class 1 + q
+#: one leaf of TCP_LEAF_PKTS); tcp-fifo: the port as Mininet shapes it without classes
+#: (one HTB class, its default 1000-packet leaf; the background shares it), plain TCP;
+#: stream-rto, tcp-rto: stream, tcp with the senders' RTO bounded (Setting.rto_min_us,
+#: rto_max_ms)
+MODES = ("tcp", "tcp-rto", "tcp-fifo", "stream", "stream-rto")
+BASELINES = ("tcp", "tcp-rto", "tcp-fifo")
+STREAMS = ("stream", "stream-rto")
+BG_CLASS = RESERVED  # the background's leaf: ahead of the eight strict classes
+CLASS_BASE = 0  # Stream's queue q is class q
+TCP_LEAF_PKTS = CLASSES * LEAF_LIMIT_PKTS  # tcp's one leaf: what Stream's eight hold
+RESERVE_MARGIN = 1.1  # the reserve over the background's rate (UDP/IP headers, jitter)
+SAMPLE_S = 0.1  # the port's byte counter, read this often during a run
+#: the figures compared per mode: average CCT, mice's (category I), the others', p95
+FIELDS = {"avg": "avg_cct_s", "mice": "mice_avg_cct_s", "large": "large_avg_cct_s",
+          "p95": "p95_cct_s"}
 LEASE_S = 3.0
 RENEW_S = 1.0
 PORT = 7100
@@ -95,10 +119,13 @@ class Setting:
     cap_mib: float = 1024.0
     size_scale: float = 1 / 100
     time_scale: float = 0.25
-    queues: int = 4
+    queues: int = 8
     alpha: float = 0.5
     starve_s: float = 0.2
+    rto_min_us: int = 10_000
+    rto_max_ms: int = 1000
     max_run_s: float = 240.0
+    modes: tuple[str, ...] = MODES
 
     @property
     def coflow_bps(self) -> float:
@@ -109,6 +136,16 @@ class Setting:
     def hosts(self) -> int:
         return self.senders + 2
 
+    def shape(self, mode: str) -> dict[str, Any]:
+        """The receiver's port's tree in ``mode`` (``PUT /v1/classes`` ``shapes``):
+        the background's reserve, and eight leaves of ``LEAF_LIMIT_PKTS`` (stream) or
+        one of :data:`TCP_LEAF_PKTS` in class 7, the others 1 (tcp)."""
+        leaves = ([1] * (CLASSES - 1) + [TCP_LEAF_PKTS] if mode in ("tcp", "tcp-rto")
+                  else [LEAF_LIMIT_PKTS] * CLASSES)
+        return {"leaf_pkts": leaves, "reserve_pkts": LEAF_LIMIT_PKTS,
+                "reserve_bps": self.link_mbps * 1e6 * max(self.background, 0.01)
+                * RESERVE_MARGIN}
+
     def check(self) -> None:
         """Raise OptionError (one line) for a setting that cannot run."""
         if not 1 <= self.coflows <= 526:
@@ -117,9 +154,11 @@ class Setting:
             raise OptionError(f"senders: expected 1..16 hosts, got {self.senders}")
         if not 0 <= self.background < 1:
             raise OptionError(f"background: expected a fraction 0..<1, got {self.background}")
-        if not 2 <= self.queues <= 7:
-            raise OptionError(f"queues: expected 2..7 (class 0 is the background's), got "
-                              f"{self.queues}")
+        if not 2 <= self.queues <= CLASSES:
+            raise OptionError(f"queues: expected 2..{CLASSES}, got {self.queues}")
+        if not self.modes or set(self.modes) - set(MODES):
+            raise OptionError(f"--policy: expected modes among {', '.join(MODES)}, got "
+                              f"{','.join(self.modes)}")
         if not 10 <= self.max_run_s <= 3600:
             raise OptionError(f"--seconds: expected 10..3600 s per run, got {self.max_run_s:g}")
 
@@ -147,12 +186,17 @@ def workload(trace: Trace, st: Setting) -> Workload:
 
 def plan(wl: Workload, st: Setting, mode: str, t0: float, ips: dict[str, str],
          port: int) -> dict[str, Any]:
-    """What the receiver and senders run (:mod:`streamband.testbed.coflow`): every
-    flow's sender host, bytes (``size_scale`` x the trace's, at least 1) and start."""
+    """What the receiver and senders run (:mod:`streamband.testbed.coflow`) in bench
+    ``mode``: every flow's sender host, bytes (``size_scale`` x the trace's, at least
+    1) and start; the -rto modes run the agents' mode with the RTO bounds."""
     tau = thresholds(st.queues) * st.size_scale
     arrival = wl.coflow_arrival
+    rto = mode.endswith("-rto")
     return {
-        "mode": mode, "t0": t0, "port": port, "receiver_ip": ips[f"w{st.senders + 1}"],
+        "mode": "tcp" if mode.startswith("tcp") else "stream", "t0": t0,
+        "rto_min_us": st.rto_min_us if rto else None,
+        "rto_max_ms": st.rto_max_ms if rto else None,
+        "port": port, "receiver_ip": ips[f"w{st.senders + 1}"],
         "queues": st.queues, "tau": [None if not math.isfinite(t) else float(t) for t in tau],
         "alpha": st.alpha, "unit": MIB * st.size_scale, "starve_s": st.starve_s,
         "lease_s": LEASE_S, "class_base": CLASS_BASE, "deadline_s": st.max_run_s,
@@ -166,11 +210,14 @@ def plan(wl: Workload, st: Setting, mode: str, t0: float, ips: dict[str, str],
 
 
 def summarize(cct: np.ndarray, cats: np.ndarray) -> dict[str, Any]:
-    """Average, 95th percentile, mice (category I) and per-category average CCT."""
+    """Average, 95th percentile, mice (category I), the others' ("large") and
+    per-category average CCT."""
     by = {name: (float(cct[cats == i].mean()) if (cats == i).any() else None)
           for i, name in enumerate(CATEGORIES)}
     return {"avg_cct_s": float(cct.mean()), "p95_cct_s": float(np.percentile(cct, 95)),
-            "mice_avg_cct_s": by["I"], "avg_cct_by_category": by}
+            "mice_avg_cct_s": by["I"],
+            "large_avg_cct_s": float(cct[cats > 0].mean()) if (cats > 0).any() else None,
+            "avg_cct_by_category": by}
 
 
 def simulated(wl: Workload, st: Setting) -> dict[str, dict[str, Any]]:
@@ -188,8 +235,9 @@ def simulated(wl: Workload, st: Setting) -> dict[str, dict[str, Any]]:
 # -- the testbed runs ---------------------------------------------------------------------
 def run_testbed(wl: Workload, st: Setting, repeat: int, out: Path,
                 console: Console) -> list[dict[str, Any]]:
-    """``repeat`` x (tcp, stream) on one testbed (the order alternates by repeat); each
-    run's CCTs, class bytes on the receiver's port and the receiver's decisions."""
+    """``repeat`` x :data:`MODES` on one testbed (the order alternates by repeat); each
+    run's CCTs, class bytes on the receiver's port, the receiver's decisions, the
+    link capacity left unused and the flows' TCP counters (:func:`one_run`)."""
     from streamband.control.api_client import ControllerClient
     from streamband.testbed.network import Testbed
     from streamband.testbed.spec import load_spec
@@ -202,10 +250,10 @@ def run_testbed(wl: Workload, st: Setting, repeat: int, out: Path,
         rx, bg = f"w{st.senders + 1}", f"w{st.hosts}"
         port = tb.switch_port(rx)
         ips = {h: tb.ip(h) for h in tb.topo.hosts}
-        # the port's classes, under a lease; the background's flow listed in class 0
+        # the port's classes, under a lease; the background's flow in the reserved leaf
         bgflow = {"src_ip": ips[bg], "dst_ip": ips[rx], "proto": "udp"}
         classes = [{"flow": bgflow, "cls": BG_CLASS, "port": port}]
-        client.put_classes(classes, lease_s=LEASE_S)
+        client.put_classes(classes, lease_s=LEASE_S, shapes={port: st.shape("stream")})
         if st.background > 0:
             tb.popen(rx, ["iperf3", "-s", "-p", "5301"], stdout=subprocess.DEVNULL,
                      stderr=subprocess.DEVNULL)
@@ -220,22 +268,30 @@ def run_testbed(wl: Workload, st: Setting, repeat: int, out: Path,
         try:
             n = 0
             for r in range(repeat):
-                for mode in (MODES if r % 2 == 0 else MODES[::-1]):
+                for mode in (st.modes if r % 2 == 0 else st.modes[::-1]):
                     if mode == "tcp-fifo":
                         client.delete_classes(port)  # one HTB class, as Mininet left it
-                    p = plan(wl, st, "stream" if mode == "stream" else "tcp", 0.0, ips,
-                             PORT + n)
+                    else:  # the leaves of this mode (reshaped in place)
+                        client.put_classes(classes, lease_s=LEASE_S,
+                                           shapes={port: st.shape(mode)})
+                    p = plan(wl, st, mode, 0.0, ips, PORT + n)
                     row = one_run(tb, client, port, rx, p, out / f"run{n:02d}-{mode}",
-                                  wl.categories())
+                                  wl.categories(), st.link_mbps * 1e6)
                     if mode == "tcp-fifo":
-                        client.put_classes(classes, lease_s=LEASE_S)
+                        client.put_classes(classes, lease_s=LEASE_S,
+                                           shapes={port: st.shape("stream")})
                     row["mode"], row["repeat"] = mode, r
                     rows.append(row)
+                    write_json(out / "runs.partial.json", rows)  # kept if a later run fails
                     n += 1
                     console.print(f"  repeat {r} {mode}: avg CCT {row['avg_cct_s']:.2f} s, "
                                   f"complete {row['complete']}, class MB "
                                   f"{[round(b / 1e6, 1) for b in row['class_bytes']]}, "
-                                  f"{row['wall_s']:.0f} s", highlight=False)
+                                  f"{row['wall_s']:.0f} s, link unused while a coflow was "
+                                  f"open {row['link']['idle_link_s']:.1f} s of "
+                                  f"{row['link']['open_s']:.1f}, coflows "
+                                  f"{row['link']['coflow_mbps']:.2f} Mbit/s, RTOs "
+                                  f"{row['tcp']['total_rto']}", highlight=False)
         finally:
             stop.set()
             renewer.join(5)
@@ -252,20 +308,28 @@ def _renew(client: Any, stop: threading.Event) -> None:
 
 
 def one_run(tb: Any, client: Any, port: str, rx: str, p: dict[str, Any], base: Path,
-            cats: np.ndarray) -> dict[str, Any]:
+            cats: np.ndarray, link_bps: float | None = None) -> dict[str, Any]:
     """One plan on the testbed (receiver on ``rx``, ``port`` its switch port): every
     agent started and ready before t0 (:func:`~streamband.testbed.coflow.launch`);
     CCTs summarized with the coflows' categories ``cats``; a coflow not done by the
-    deadline counts the deadline."""
+    deadline counts the deadline. With ``link_bps``: ``link``, how the link was used
+    while a coflow was open (:func:`link_use`, from the port's byte counter read
+    every :data:`SAMPLE_S`). ``tcp``: the flows' ``TCP_INFO`` counters summed, per
+    flow in ``tcp_flows``."""
     res = base.with_suffix(".json")
     res.unlink(missing_ok=True)
-    p = dict(p, sync=str(base.with_suffix(".sync")))
+    sync = base.with_suffix(".sync")
+    p = dict(p, sync=str(sync))
+    stop = threading.Event()
+    samples: list[tuple[float, int]] = []
+    sampler = threading.Thread(target=_sample, args=(port, samples, stop), daemon=True)
     with base.with_suffix(".log").open("w") as log:
         before = _class_bytes(client, port)
         try:
             rxp, sps = launch(tb.popen, p, rx, res, log)
         except RuntimeError as err:
             raise PreconditionError(str(err)) from None
+        sampler.start()
         try:
             rxp.wait(timeout=START_S + p["deadline_s"] + 10)
         except subprocess.TimeoutExpired:
@@ -277,8 +341,18 @@ def one_run(tb: Any, client: Any, port: str, rx: str, p: dict[str, Any], base: P
             except subprocess.TimeoutExpired:
                 s.kill()
                 s.wait(5)
+        stop.set()
+        sampler.join(5)
         after = _class_bytes(client, port)
     got = json.loads(res.read_text())
+    t0 = float((sync / "go").read_text())
+    flows_tcp: dict[str, dict[str, int]] = {}
+    for f in sync.glob("*.tcp.json"):
+        flows_tcp.update(json.loads(f.read_text()))
+    tcp = {k: sum(v.get(k, 0) for v in flows_tcp.values())
+           for k in ("total_rto", "total_rto_time_ms", "total_retrans", "bytes_retrans",
+                     "sndbuf_limited_us", "busy_us")}
+    tcp["flows"] = len(flows_tcp)
     cct = np.array([np.nan if v is None else v for v in got["cct_s"]])
     done = np.isfinite(cct)
     seen = [v - f["start"] for v, f in zip(got["flow_seen_s"], p["flows"], strict=True)
@@ -286,7 +360,10 @@ def one_run(tb: Any, client: Any, port: str, rx: str, p: dict[str, Any], base: P
     row = {"mode": p["mode"], "complete": bool(got["complete"]),
            "start_lag_s": {"median": statistics.median(seen), "max": max(seen)} if seen else None,
            "coflows_done": int(done.sum()), "errors": got["errors"],
-           "cct_s": got["cct_s"], "decisions": got["queues"],
+           "cct_s": got["cct_s"], "decisions": got["queues"], "tcp": tcp,
+           "tcp_flows": flows_tcp,
+           "link": None if link_bps is None else link_use(
+               [(t - t0, b) for t, b in samples], p, got["cct_s"], link_bps),
            "class_bytes": [a - b for a, b in zip(after, before, strict=True)],
            "wall_s": float(np.nanmax(np.array([np.nan if v is None else v
                                                for v in got["flow_end_s"]], float),
@@ -295,17 +372,55 @@ def one_run(tb: Any, client: Any, port: str, rx: str, p: dict[str, Any], base: P
     return row
 
 
+def _sample(port: str, out: list[tuple[float, int]], stop: threading.Event) -> None:
+    """Append (wall time, bytes ``port`` sent) every :data:`SAMPLE_S` until ``stop``
+    (the switch-side veth's counter, in this namespace)."""
+    path = Path(f"/sys/class/net/{port}/statistics/tx_bytes")
+    while not stop.is_set():
+        try:
+            out.append((time.time(), int(path.read_text())))
+        except (OSError, ValueError):
+            return
+        stop.wait(SAMPLE_S)
+
+
+def link_use(samples: list[tuple[float, int]], p: dict[str, Any],
+             cct: list[float | None], link_bps: float) -> dict[str, float]:
+    """How the port's link was used while some coflow was open (arrived, not done):
+    over the intervals between ``samples`` (t from t0, bytes the port sent, the
+    background's included) whose middle lies inside an open coflow's [arrival,
+    arrival + CCT]: ``open_s`` their length; ``idle_link_s`` the capacity left unused
+    in seconds of the whole link, the sum of ``dt`` x (1 - bytes x 8 / (dt x
+    link_bps)), each term at least 0; ``port_mbps`` the port's mean rate in them;
+    ``coflow_mbps`` the coflows' bytes (payload) over ``open_s``."""
+    spans = [(c["arrival"], c["arrival"] + (v if v is not None else p["deadline_s"]))
+             for c, v in zip(p["coflows"], cct, strict=True)]
+    idle = open_s = sent = 0.0
+    for (t1, b1), (t2, b2) in zip(samples, samples[1:], strict=False):
+        dt = t2 - t1
+        mid = (t1 + t2) / 2
+        if dt > 0 and any(a <= mid <= e for a, e in spans):
+            open_s += dt
+            sent += b2 - b1
+            idle += dt * max(0.0, 1 - (b2 - b1) * 8 / (dt * link_bps))
+    coflow = sum(f["bytes"] for f in p["flows"])
+    return {"open_s": open_s, "idle_link_s": idle,
+            "port_mbps": sent * 8 / open_s / 1e6 if open_s else 0.0,
+            "coflow_mbps": coflow * 8 / open_s / 1e6 if open_s else 0.0}
+
+
 def _class_bytes(client: Any, port: str) -> list[int]:
-    """Bytes each class of ``port`` sent so far; zeros when the port has no classes
-    (tcp-fifo)."""
+    """Bytes each class of ``port`` sent so far (and its reserved leaf, a 9th entry);
+    zeros when the port has no classes (tcp-fifo)."""
     from streamband.control.api_client import ControllerError
 
     try:
-        return client.class_bytes(port)
+        out = client.class_bytes(port)
     except ControllerError as err:
         if "404" not in str(err):
             raise
-        return [0] * 8
+        return [0] * (CLASSES + 1)
+    return out + [0] * (CLASSES + 1 - len(out))
 
 
 # -- comparison ----------------------------------------------------------------------------
@@ -314,21 +429,23 @@ def _med(v: list[float]) -> dict[str, float]:
 
 
 def factors(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per repeat, each baseline's figure over Stream's (avg, mice, p95), keyed
-    ``BASELINE/avg`` ...; median and spread; every mode's average CCT."""
+    """Per repeat, each baseline's figure over each Stream variant's (avg, mice, large,
+    p95), keyed ``BASELINE/STREAM/avg`` ...; median and spread; every mode's average
+    CCT, mice, large and p95 (median and spread over repeats)."""
     by: dict[int, dict[str, dict]] = {}
     for r in rows:
         by.setdefault(r["repeat"], {})[r["mode"]] = r
     out: dict[str, Any] = {}
     for base in BASELINES:
-        for key, field in (("avg", "avg_cct_s"), ("mice", "mice_avg_cct_s"),
-                           ("p95", "p95_cct_s")):
-            v = [d[base][field] / d["stream"][field] for d in by.values()
-                 if base in d and "stream" in d and d[base][field] and d["stream"][field]]
-            out[f"{base}/{key}"] = _med(v) | {"each": v} if v else None
+        for stream in STREAMS:
+            for key, field in FIELDS.items():
+                v = [d[base][field] / d[stream][field] for d in by.values()
+                     if base in d and stream in d and d[base][field] and d[stream][field]]
+                out[f"{base}/{stream}/{key}"] = _med(v) | {"each": v} if v else None
     for mode in MODES:
-        v = [r["avg_cct_s"] for r in rows if r["mode"] == mode]
-        out[f"{mode}_avg_cct_s"] = _med(v) if v else None
+        for field in FIELDS.values():
+            v = [r[field] for r in rows if r["mode"] == mode and r[field] is not None]
+            out[f"{mode}_{field}"] = _med(v) if v else None
     return out
 
 
@@ -336,67 +453,87 @@ def compare(res: dict[str, Any]) -> Comparison:
     """TCP/Stream factors on the testbed (median, spread) beside 004's and the
     simulator's on the same workload; the checks."""
     f, sim, rows = res["factors"], res["sim"], res["runs"]
-    fields = {"avg": "avg_cct_s", "mice": "mice_avg_cct_s", "p95": "p95_cct_s"}
     table = []
-    for (key, (ref, where)), base in ((k, b) for b in BASELINES for k in PAPER.items()):
-        m = f.get(f"{base}/{key}")
-        if m is None:
-            continue
-        s_fs, s_st = sim["fs"][fields[key]], sim["stream"][fields[key]]
-        simf = s_fs / s_st if s_fs and s_st else None
-        delta, off = distance(m["median"], ref)
-        table.append([f"{base} / stream: {key}", round(m["median"], 3), round(m["min"], 3),
-                      round(m["max"], 3), None if simf is None else round(simf, 3), ref,
-                      round(delta, 3), "yes" if off else "", where])
+    for stream in STREAMS:
+        for base in BASELINES:
+            for key, field in FIELDS.items():
+                m = f.get(f"{base}/{stream}/{key}")
+                if m is None:
+                    continue
+                s_fs, s_st = sim["fs"].get(field), sim["stream"].get(field)
+                simf = s_fs / s_st if s_fs and s_st else None
+                ref, where = PAPER.get(key, (None, ""))
+                delta, off = distance(m["median"], ref) if ref else (None, False)
+                table.append([f"{base} / {stream}: {key}", round(m["median"], 3),
+                              round(m["min"], 3), round(m["max"], 3),
+                              None if simf is None else round(simf, 3), ref,
+                              None if delta is None else round(delta, 3),
+                              "yes" if off else "", where])
     checks = [Check("every run carried every byte of every flow",
                     f"{sum(r['complete'] for r in rows)} of {len(rows)} runs complete",
                     all(r["complete"] for r in rows))]
-    st_runs = [r for r in rows if r["mode"] == "stream"]
-    tcp_runs = [r for r in rows if r["mode"] == "tcp"]
-    spread = [sum(1 for b in r["class_bytes"][CLASS_BASE:] if b > 0.01 * _coflow_bytes(r))
-              for r in st_runs]
-    below = [sum(r["class_bytes"][CLASS_BASE + 1:CLASS_BASE + res["spec"]["queues"]])
-             / max(1, _coflow_bytes(r)) for r in st_runs]
-    checks.append(Check("stream: the receivers' decisions reached the switch (coflow bytes "
-                        "in >= 2 classes, > 1 % below class 1)",
-                        f"classes with > 1 % per run {spread}, share below class 1 "
-                        f"{[round(b, 3) for b in below]}",
-                        bool(st_runs) and all(s >= 2 for s in spread)
-                        and all(b > 0.01 for b in below)))
-    unmarked = [r["class_bytes"][7] / max(1, _coflow_bytes(r)) for r in tcp_runs]
-    checks.append(Check("tcp: no coflow byte marked (>= 99 % in the default class 7)",
-                        f"{[round(u, 4) for u in unmarked]}",
-                        bool(tcp_runs) and all(u >= 0.99 for u in unmarked)))
-    a_st = f["stream_avg_cct_s"]["median"]
-    for base in BASELINES:
-        if f.get(f"{base}_avg_cct_s") is None:
+    st_runs = [r for r in rows if r["mode"] in STREAMS]
+    tcp_runs = [r for r in rows if r["mode"] in ("tcp", "tcp-rto")]
+    q = res["spec"]["queues"]
+    spread = [sum(1 for b in r["class_bytes"][CLASS_BASE:CLASS_BASE + q]
+                  if b > 0.01 * _coflow_bytes(r)) for r in st_runs]
+    below = [sum(r["class_bytes"][CLASS_BASE + 1:CLASS_BASE + q]) / max(1, _coflow_bytes(r))
+             for r in st_runs]
+    if st_runs:
+        checks.append(Check(f"stream: the receivers' decisions reached the switch (coflow "
+                            f"bytes in >= 2 classes, > 1 % below class {CLASS_BASE})",
+                            f"classes with > 1 % per run {spread}, share below class "
+                            f"{CLASS_BASE} {[round(b, 3) for b in below]}",
+                            all(s >= 2 for s in spread) and all(b > 0.01 for b in below)))
+    unmarked = [r["class_bytes"][CLASSES - 1] / max(1, _coflow_bytes(r)) for r in tcp_runs]
+    if tcp_runs:
+        checks.append(Check("tcp, tcp-rto: no coflow byte marked (>= 99 % in the default "
+                            "class 7)", f"{[round(u, 4) for u in unmarked]}",
+                            all(u >= 0.99 for u in unmarked)))
+    for stream in STREAMS:
+        if f.get(f"{stream}_avg_cct_s") is None:
             continue
-        a_tcp = f[f"{base}_avg_cct_s"]["median"]
-        checks.append(Check(f"stream's median average CCT beats {base}'s (004: 1.3x)",
-                            f"{base} {a_tcp:.2f} s, stream {a_st:.2f} s: x{a_tcp / a_st:.2f}",
-                            a_st < a_tcp))
-    header = ["baseline / Stream", "testbed median", "min", "max", "simulator fs / stream", "paper",
-              "median - paper", "2x off", "paper's source"]
-    legend = {"baseline / Stream": "tcp: the port's classes, nothing marked (one 8-packet "
-              "leaf for every coflow); tcp-fifo: the port without classes (Mininet's one "
-              "HTB class and 1000-packet leaf, the background in it); avg: average CCT; "
-              "mice: category I (< 100 MiB in trace bytes) average; p95: 95th percentile CCT",
-              "testbed median": f"median over repeats of the baseline's figure / Stream's in "
-              "the same "
-              f"repeat ({len(tcp_runs)} repeats); min, max: their spread",
+        a_st = f[f"{stream}_avg_cct_s"]["median"]
+        for base in BASELINES:
+            if f.get(f"{base}_avg_cct_s") is None:
+                continue
+            a_tcp = f[f"{base}_avg_cct_s"]["median"]
+            checks.append(Check(f"{stream}'s median average CCT beats {base}'s (004: 1.3x)",
+                                f"{base} {a_tcp:.2f} s, {stream} {a_st:.2f} s: "
+                                f"x{a_tcp / a_st:.2f}", a_st < a_tcp))
+    header = ["baseline / Stream", "testbed median", "min", "max", "simulator fs / stream",
+              "paper", "median - paper", "2x off", "paper's source"]
+    legend = {"baseline / Stream": "tcp: the port's classes, nothing marked (every coflow "
+              f"in one leaf of {TCP_LEAF_PKTS} packets); tcp-rto: tcp, the senders' RTO "
+              "bounded (10 ms .. 1 s); tcp-fifo: the port without classes "
+              "(Mininet's one HTB class and 1000-packet leaf, the background in it); "
+              "stream-rto: stream, the senders' RTO bounded (10 ms .. 1 s); avg: average "
+              "CCT; mice: category I (< 100 MiB in trace bytes) average; large: the other "
+              "categories' average; p95: 95th percentile CCT",
+              "testbed median": "median over repeats of the baseline's figure / Stream's in "
+              f"the same repeat ({res['spec']['repeat']} repeats); min, max: their spread",
               "simulator fs / stream": "the fluid simulator on the same scaled workload"}
     notes = []
     for mode in MODES:
         rs = [r for r in rows if r["mode"] == mode]
         if rs:
             late = [r["start_lag_s"]["max"] for r in rs if r["start_lag_s"]]
+            idle = [r["link"]["idle_link_s"] for r in rs if r.get("link")]
+            gput = [r["link"]["coflow_mbps"] for r in rs if r.get("link")]
             notes.append(
                 f"{mode}: last flow done at {statistics.median(r['wall_s'] for r in rs):.1f} s "
                 f"(median over runs; {sum(res['spec']['coflow_mb']):.1f} MB at the coflows' "
                 f"{res['spec']['coflow_mbps']:g} Mbit/s take "
                 f"{sum(res['spec']['coflow_mb']) * 8 / res['spec']['coflow_mbps']:.1f} s); "
                 f"latest first bytes of a flow {statistics.median(late) if late else 0:.2f} s "
-                "after its arrival (median over runs): SYN and first-window losses")
+                "after its arrival (median over runs): SYN and first-window losses; link "
+                "unused while a coflow was open "
+                f"{statistics.median(idle) if idle else float('nan'):.1f} s, the coflows' "
+                f"goodput then {statistics.median(gput) if gput else float('nan'):.2f} "
+                "Mbit/s; RTO expiries "
+                f"{statistics.median(r['tcp']['total_rto'] for r in rs):.0f}, time in RTO "
+                f"recovery {statistics.median(r['tcp']['total_rto_time_ms'] for r in rs) / 1e3:.1f}"
+                " flow-s (medians over runs)")
     return Comparison(header, table, checks, title="Stream vs TCP on the testbed, beside "
                       "004 Fig. 5 and the simulator", legend=legend, notes=notes)
 
@@ -412,10 +549,9 @@ def setting(opts: Options) -> Setting:
     if opts.full_trace:
         raise OptionError("--full-trace: applies to --backend sim (the testbed runs a "
                           "scaled-down prefix)")
-    if opts.policy is not None:
-        raise OptionError("--policy: paper-004 --backend testbed runs tcp and stream, "
-                          f"got {opts.policy!r}")
     st = Setting() if opts.seconds is None else replace(Setting(), max_run_s=opts.seconds)
+    if opts.policy is not None:  # the modes to run, comma separated
+        st = replace(st, modes=tuple(m.strip() for m in opts.policy.split(",")))
     st.check()
     return st
 
@@ -465,29 +601,44 @@ def publish(out: Path, res: dict[str, Any], console: Console) -> Outcome:
     rep = Report(TITLE, out)
     rep.para(f"Star testbed, {sp['hosts']} hosts on {sp['link_mbps']:g} Mbit/s links: "
              f"{sp['senders']} senders, one receivers' host, one background host (UDP at "
-             f"{sp['background']:.0%} of the link in class 0 in both modes). Workload: the "
+             f"{sp['background']:.0%} of the link in a reserved leaf ahead of the classes, "
+             "in the one queue in tcp-fifo). Workload: the "
              f"first {sp['coflows']} FB2010 coflows, {sp['flows']} flows, each coflow capped "
              f"at {sp['cap_mib']:g} MiB, sizes x{sp['size_scale']:g}, arrivals "
              f"x{sp['time_scale']:g}; Stream with {sp['queues']} queues (classes "
              f"{CLASS_BASE}..{CLASS_BASE + sp['queues'] - 1}), alpha {sp['alpha']}, "
              f"thresholds 10 MiB x 10^k scaled alike, starvation timer {sp['starve_s']} s; "
-             f"{sp['repeat']} repeat(s) of each mode.")
+             f"stream-rto's senders: RTO {sp['rto_min_us'] / 1e3:g} ms .. "
+             f"{sp['rto_max_ms'] / 1e3:g} s; {sp['repeat']} repeat(s) of each mode.")
     rep.heading(cmp.title)
     rep.table(cmp.header, cmp.rows, legend=cmp.legend)
     for note in cmp.notes:
         rep.para(note)
     rep.heading("Runs")
-    rep.table(["repeat", "mode", "avg CCT s", "p95 s", "mice avg s",
-               *[f"cat {c}" for c in CATEGORIES], "coflows done", "class MB 0..7",
-               "first bytes late s"],
+    rep.table(["repeat", "mode", "avg CCT s", "p95 s", "mice avg s", "large avg s",
+               *[f"cat {c}" for c in CATEGORIES], "coflows done", "class MB 0..7, bg",
+               "first bytes late s", "link unused s", "coflow Mbit/s", "port Mbit/s", "RTOs",
+               "RTO recovery flow-s",
+               "retransmitted MB", "sndbuf-limited flow-s"],
               [[r["repeat"], r["mode"], r["avg_cct_s"], r["p95_cct_s"], r["mice_avg_cct_s"],
+                r["large_avg_cct_s"],
                 *[r["avg_cct_by_category"][c] for c in CATEGORIES], r["coflows_done"],
                 " ".join(f"{b / 1e6:.1f}" for b in r["class_bytes"]),
                 None if r["start_lag_s"] is None else
-                f"{r['start_lag_s']['median']:.3f} / {r['start_lag_s']['max']:.3f}"]
+                f"{r['start_lag_s']['median']:.3f} / {r['start_lag_s']['max']:.3f}",
+                *([r["link"][k] for k in ("idle_link_s", "coflow_mbps", "port_mbps")]
+                  if r.get("link") else [None] * 3), r["tcp"]["total_rto"],
+                r["tcp"]["total_rto_time_ms"] / 1e3, r["tcp"]["bytes_retrans"] / 1e6,
+                r["tcp"]["sndbuf_limited_us"] / 1e6]
                for r in res["runs"]],
-              legend={"class MB 0..7": "bytes each class carried on the receivers' port "
-                      "(class 0: background; stream: queue q in class 1 + q; tcp: class 7)",
+              legend={"class MB 0..7, bg": "bytes each class carried on the receivers' port, "
+                      "then the background's reserved leaf (stream: queue q in class q; "
+                      "tcp: class 7)",
+                      "link unused s": "link capacity left unused while a coflow was open, "
+                      "in seconds of the whole link",
+                      "coflow Mbit/s": "the coflows' bytes over the time a coflow was open; "
+                      "port Mbit/s: all the port sent then (background included)",
+                      "RTOs": "the flows' RTO expiries (TCP_INFO total_rto, summed)",
                       "first bytes late s": "median / max over flows of when the flow's "
                       "first bytes reached the receiver less its arrival (handshake, SYN "
                       "losses)"})
@@ -506,7 +657,8 @@ def publish(out: Path, res: dict[str, Any], console: Console) -> Outcome:
 
 def _figure(rep: Report, res: dict[str, Any]) -> None:
     fig, ax = plt.subplots(figsize=(6, 3.4))
-    for mode, color in (("tcp", "tab:blue"), ("stream", "tab:orange")):
+    for mode, color in (("tcp", "tab:blue"), ("tcp-fifo", "tab:green"),
+                        ("stream", "tab:orange"), ("stream-rto", "tab:red")):
         for i, r in enumerate(x for x in res["runs"] if x["mode"] == mode):
             v = np.sort([np.nan if c is None else c for c in r["cct_s"]])
             ax.plot(np.arange(1, len(v) + 1), v, color=color, alpha=0.6,

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field, model_validator
 from streamband.sdn.app import EnforcerError, StreambandApp
 from streamband.sdn.auth import bearer_auth
 from streamband.sdn.flowkey import FlowKey
+from streamband.sdn.priority import CLASSES, LEAF_LIMIT_PKTS, PortShape
 
 
 class MeterSpec(BaseModel):
@@ -41,7 +42,7 @@ class ClassSpec(BaseModel):
     a port the testbed did not shape (000 §VII: queue index per group)."""
 
     flow: FlowKey
-    cls: int = Field(ge=0, le=7)
+    cls: int = Field(ge=0, le=8)  # 8: the port's reserved leaf (its shape has a reserve)
     port: str | None = None
     dpid: int | None = None
     port_no: int | None = Field(None, ge=1)
@@ -54,13 +55,28 @@ class ClassSpec(BaseModel):
         return self
 
 
+class ShapeSpec(BaseModel):
+    """A port's tree (``streamband.sdn.priority.PortShape``): each class's pfifo length
+    and a reserved leaf served at ``reserve_bps`` ahead of the strict classes."""
+
+    leaf_pkts: list[int] = Field(default_factory=lambda: [LEAF_LIMIT_PKTS] * CLASSES,
+                                 min_length=CLASSES, max_length=CLASSES)
+    reserve_bps: float = Field(0.0, ge=0)
+    reserve_pkts: int = Field(LEAF_LIMIT_PKTS, ge=1)
+
+    def shape(self) -> PortShape:
+        return PortShape(tuple(self.leaf_pkts), self.reserve_bps, self.reserve_pkts)
+
+
 class ClassBatch(BaseModel):
     """Class assignments and the lease they carry (renewed by ``POST /v1/lease``);
     when it runs out the flows go back to the default class and a port with no
-    listed flow left is shaped by one HTB class again (fail-open)."""
+    listed flow left is shaped by one HTB class again (fail-open). ``shapes``: the
+    trees of ports named in ``classes`` (by interface name)."""
 
     classes: list[ClassSpec]
     lease_s: float = Field(3.0, gt=0, le=3600)
+    shapes: dict[str, ShapeSpec] = Field(default_factory=dict)
 
 
 class HostMap(BaseModel):
@@ -142,7 +158,8 @@ def create_api(osken: StreambandApp, token: str | None = None) -> FastAPI:
         for c in batch.classes:
             name = c.port if c.port is not None else run(osken.port_name, c.dpid, c.port_no)
             items.append((name, c.flow, c.cls, c.link_rate_bps))
-        return run(osken.set_classes, items, batch.lease_s)
+        shapes = {port: sh.shape() for port, sh in batch.shapes.items()}
+        return run(osken.set_classes, items, batch.lease_s, shapes)
 
     @api.get("/v1/classes", dependencies=[Depends(auth)])
     def get_classes() -> list[dict[str, Any]]:

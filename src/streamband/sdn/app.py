@@ -53,7 +53,7 @@ from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_3
 
 from streamband.sdn.flowkey import FlowKey
-from streamband.sdn.priority import PriorityError, PriorityQueues
+from streamband.sdn.priority import PortShape, PriorityError, PriorityQueues
 
 LOG = logging.getLogger("streamband.sdn")
 
@@ -489,14 +489,16 @@ class StreambandApp(app_manager.OSKenApp):
             return any(pc.name == name for pc in self.ports.values())
 
     def set_classes(self, items: list[tuple[str, FlowKey, int, float | None]],
-                    lease_s: float) -> dict[str, Any]:
+                    lease_s: float,
+                    shapes: dict[str, PortShape] | None = None) -> dict[str, Any]:
         """Put each ``(egress port name, flow, class 0..7, link rate or None)`` in its
-        strict-priority class (0 highest) for ``lease_s`` (renewed like the meters')."""
+        strict-priority class (0 highest) for ``lease_s`` (renewed like the meters'),
+        the ports in ``shapes`` built (or reshaped) as given there."""
         for dev, *_ in items:
             if not self.known_port(dev):
                 raise EnforcerError(f"port: {dev!r} is not a port of a connected switch")
         try:
-            return self.priorities.assign(items, lease_s)
+            return self.priorities.assign(items, lease_s, shapes)
         except PriorityError as exc:
             raise EnforcerError(str(exc)) from None
 

@@ -44,6 +44,18 @@ shapes the link (Mininet's ``TCLink``: ``5:1`` at the link's rate) is replaced b
   the 20 Mbit/s downlink). tests/testbed/test_priority.py checks the buffer stays
   under a quarter full beside a backlogged low class (1000-packet leaves: 67 %).
 
+A port's shape (:class:`PortShape`, given with an assignment) may change two things:
+each class's pfifo length (every class ``LEAF_LIMIT_PKTS`` by default, which App-Fair's
+figures above depend on), so that e.g. one class can hold the whole port's buffer
+(8 x 8 = 64 packets in one leaf, for plain TCP beside Stream's 8 classes of 8), and a
+reserved leaf ``5:18`` (index ``RESERVED`` = 8) served at an assured rate ahead of the
+eight classes (``prio 0``, ``rate`` = the reserve, ``ceil`` = the link): HTB sends from
+a leaf below its own rate before it lends to any borrowing leaf, so traffic listed in it
+(004's steady background) takes its rate off the link and leaves all eight strict
+classes to the rest. Every leaf of a port together may hold at most
+``SEND_BUFFER_PKTS`` = 212,992 // 2,304 = 92 packets, the point where the switch's send
+buffer is full (above).
+
 Assignments carry a lease like the meters (3 s by default through the API,
 renewed by ``POST /v1/lease``): when it runs out the flow loses its filter, and a
 port with no listed flow left gets its single HTB class back, so a crashed
@@ -81,6 +93,10 @@ CLASSES = 8
 #: backlog waits in tc, behind the priority, and not in the switch's shared send
 #: buffer in front of it (see the module's docstring)
 LEAF_LIMIT_PKTS = 8
+#: the most packets all leaves of a port may hold together: the userspace datapath's
+#: AF_PACKET send buffer over one queued frame's truesize (see the module's docstring)
+SEND_BUFFER_PKTS = 212_992 // 2_304
+RESERVED = CLASSES  # a port's reserved leaf (5:18), when its shape has one
 HANDLE = 5  # Mininet's TCLink root handle: the tree keeps it
 FIRST_PREF, FALLBACK_PREF = 100, 60000  # u32 filter priorities: flows first, DSCP after
 MIN_ASSURED_BPS = 8e3
@@ -128,12 +144,70 @@ def _u32(dev: str, pref: int, flow: FlowKey, cls: int) -> str:
             f"flowid {HANDLE}:{10 + cls}")
 
 
+@dataclass(frozen=True)
+class PortShape:
+    """How a port's tree is built: each class's pfifo length in packets, and a reserved
+    leaf (``reserve_bps`` > 0) served at that rate ahead of the strict classes, with a
+    pfifo of ``reserve_pkts``."""
+
+    leaf_pkts: tuple[int, ...] = (LEAF_LIMIT_PKTS,) * CLASSES
+    reserve_bps: float = 0.0
+    reserve_pkts: int = LEAF_LIMIT_PKTS
+
+    @property
+    def total_pkts(self) -> int:
+        """Packets every leaf of the port may hold together."""
+        return sum(self.leaf_pkts) + (self.reserve_pkts if self.reserve_bps > 0 else 0)
+
+    def check(self, dev: str, rate_bps: float) -> None:
+        """Raise PriorityError unless the shape fits a port of ``rate_bps``: one
+        length >= 1 per class, a reserve below the link rate, at most
+        :data:`SEND_BUFFER_PKTS` packets in all."""
+        if len(self.leaf_pkts) != CLASSES or min(self.leaf_pkts) < 1 or self.reserve_pkts < 1:
+            raise PriorityError(f"port {dev}: leaf_pkts: expected {CLASSES} lengths >= 1, "
+                                f"got {list(self.leaf_pkts)} (reserve {self.reserve_pkts})")
+        if not 0 <= self.reserve_bps < rate_bps:
+            raise PriorityError(f"port {dev}: reserve_bps: expected 0..<{rate_bps:.0f}, "
+                                f"got {self.reserve_bps:.0f}")
+        if self.total_pkts > SEND_BUFFER_PKTS:
+            raise PriorityError(f"port {dev}: leaves hold {self.total_pkts} packets in all, "
+                                f"more than the switch's send buffer ({SEND_BUFFER_PKTS})")
+
+
+DEFAULT_SHAPE = PortShape()
+
+
+def _leaf_lines(dev: str, rate: float, shape: PortShape, old: PortShape | None) -> list[str]:
+    """``tc`` lines that give ``dev``'s classes (built with ``old``; None: not yet) the
+    leaf lengths and reserved leaf of ``shape``."""
+    h, lines = HANDLE, []
+    for c, n in enumerate(shape.leaf_pkts):
+        if old is None or old.leaf_pkts[c] != n:
+            verb = "add" if old is None else "replace"
+            lines.append(f"qdisc {verb} dev {dev} parent {h}:{10 + c} handle {10 + c}: "
+                         f"pfifo limit {n}")
+    had = old is not None and old.reserve_bps > 0
+    if shape.reserve_bps > 0:
+        if not had or old.reserve_bps != shape.reserve_bps:
+            lines.append(f"class {'change' if had else 'add'} dev {dev} parent {h}:1 "
+                         f"classid {h}:{10 + RESERVED} htb rate {shape.reserve_bps:.0f}bit "
+                         f"ceil {rate:.0f}bit burst 15k prio 0 quantum 1514")
+        if not had or old.reserve_pkts != shape.reserve_pkts:
+            lines.append(f"qdisc {'replace' if had else 'add'} dev {dev} parent "
+                         f"{h}:{10 + RESERVED} handle {10 + RESERVED}: pfifo limit "
+                         f"{shape.reserve_pkts}")
+    elif had:
+        lines.append(f"class del dev {dev} classid {h}:{10 + RESERVED}")
+    return lines
+
+
 @dataclass
 class PortTree:
     """The priority tree on one egress port and its flow filters."""
 
     dev: str
     rate_bps: float
+    shape: PortShape = DEFAULT_SHAPE
     prefs: dict[tuple[Any, ...], tuple[int, int, FlowKey]] = field(default_factory=dict)
     expires: dict[tuple[Any, ...], float] = field(default_factory=dict)  # monotonic s
     next_pref: int = FIRST_PREF
@@ -155,13 +229,27 @@ class PriorityQueues:
         self.lock = threading.Lock()
         self.ports: dict[str, PortTree] = {}
 
-    def _tree(self, dev: str, rate_bps: float | None) -> PortTree:
+    def _tree(self, dev: str, rate_bps: float | None,
+              shape: PortShape | None = None) -> PortTree:
+        """``dev``'s tree, built on first use with ``shape`` (the default when None);
+        an existing tree takes ``shape``'s leaf lengths and reserve in place (its
+        filters stay)."""
         tree = self.ports.get(dev)
         if tree is not None:
+            if shape is not None and shape != tree.shape:
+                shape.check(dev, tree.rate_bps)
+                if (shape.reserve_bps <= 0 < tree.shape.reserve_bps
+                        and any(c == RESERVED for _, c, _ in tree.prefs.values())):
+                    raise PriorityError(f"port {dev}: flows are listed in the reserved "
+                                        "leaf; a shape without one cannot drop it")
+                _tc_batch(_leaf_lines(dev, tree.rate_bps, shape, tree.shape))
+                tree.shape = shape
             return tree
         rate = rate_bps or link_rate_bps(dev)
         if rate is None:
             raise PriorityError(f"port {dev}: not shaped; rate_bps is required")
+        shape = shape or DEFAULT_SHAPE
+        shape.check(dev, rate)
         assured = max(MIN_ASSURED_BPS, rate / 1000.0)
         h = HANDLE
         lines = [
@@ -173,8 +261,7 @@ class PriorityQueues:
             lines.append(f"class add dev {dev} parent {h}:1 classid {h}:{10 + c} htb "
                          f"rate {assured:.0f}bit ceil {rate:.0f}bit burst 15k "
                          f"prio {c} quantum 1514")
-            lines.append(f"qdisc add dev {dev} parent {h}:{10 + c} handle {10 + c}: "
-                         f"pfifo limit {LEAF_LIMIT_PKTS}")
+        lines += _leaf_lines(dev, rate, shape, None)
         for cs in range(8):  # DSCP class selector CSn -> class 7 - n
             lines.append(f"filter add dev {dev} parent {h}: protocol ip pref "
                          f"{FALLBACK_PREF + cs} u32 match ip tos {cs << 5:#04x} 0xe0 "
@@ -182,27 +269,40 @@ class PriorityQueues:
         # no root qdisc yet is fine: ignore this one's status
         subprocess.run(["tc", "qdisc", "del", "dev", dev, "root"], capture_output=True)
         _tc_batch(lines)
-        tree = PortTree(dev, rate)
+        tree = PortTree(dev, rate, shape)
         self.ports[dev] = tree
         return tree
 
     def assign(self, items: list[tuple[str, FlowKey, int, float | None]],
-               lease_s: float = math.inf) -> dict[str, Any]:
-        """Put each ``(port, flow, class, link rate or None)`` in its class, creating
-        the port's tree on first use, for ``lease_s`` seconds (renewed by a later
-        assignment or :meth:`renew`; see :meth:`expire`); returns counts and the time
-        spent."""
+               lease_s: float = math.inf,
+               shapes: dict[str, PortShape] | None = None) -> dict[str, Any]:
+        """Put each ``(port, flow, class, link rate or None)`` in its class (0..7, or
+        :data:`RESERVED` on a port whose shape has a reserve), creating the port's
+        tree on first use with its shape in ``shapes`` (the default when absent; a
+        listed shape also reshapes an existing tree), for ``lease_s`` seconds (renewed
+        by a later assignment or :meth:`renew`; see :meth:`expire`); returns counts
+        and the time spent."""
         t0 = time.perf_counter()
         counts = {"assigned": 0, "unchanged": 0}
         expires = time.monotonic() + lease_s
+        shapes = shapes or {}
+        if set(shapes) - {dev for dev, *_ in items}:
+            raise PriorityError(f"shapes: ports {sorted(set(shapes) - {d for d, *_ in items})}"
+                                " have no flow in this assignment")
         with self.lock:
             adds: list[str] = []
             dels: list[str] = []
             freed: list[tuple[PortTree, int]] = []  # reusable after this batch only
+            for dev, *_, rate in items:  # shapes first: a flow may need the reserve
+                if dev in shapes:
+                    self._tree(dev, rate, shapes[dev])
             for dev, flow, cls, rate in items:
-                if not 0 <= cls < CLASSES:
-                    raise PriorityError(f"class: expected 0..{CLASSES - 1}, got {cls}")
                 tree = self._tree(dev, rate)
+                reserve = tree.shape.reserve_bps > 0
+                if not (0 <= cls < CLASSES or cls == RESERVED and reserve):
+                    raise PriorityError(f"class: expected 0..{CLASSES - 1}"
+                                        f"{f' or {RESERVED} (the reserve)' if reserve else ''}"
+                                        f" on port {dev}, got {cls}")
                 old = tree.prefs.get(flow.key())
                 tree.expires[flow.key()] = expires
                 if old is not None and old[1] == cls:
@@ -278,16 +378,19 @@ class PriorityQueues:
                     for t in self.ports.values() for _, c, f in t.prefs.values()]
 
     def class_bytes(self, dev: str) -> list[int]:
-        """Bytes sent so far by each class 0..7 of ``dev`` (tc's counters)."""
+        """Bytes sent so far by each class 0..7 of ``dev`` (tc's counters), and by its
+        reserved leaf (a 9th entry) when its shape has one."""
+        tree = self.ports.get(dev)
+        n = CLASSES + (1 if tree is not None and tree.shape.reserve_bps > 0 else 0)
         r = subprocess.run(["tc", "-s", "class", "show", "dev", dev], capture_output=True,
                            text=True)
-        out = [0] * CLASSES
+        out = [0] * n
         cur: int | None = None
         for line in r.stdout.splitlines():
             m = re.match(rf"class htb {HANDLE}:(\w+) ", line)
             if m:
                 cid = int(m.group(1), 16)
-                cur = cid - 0x10 if 0x10 <= cid < 0x10 + CLASSES else None
+                cur = cid - 0x10 if 0x10 <= cid < 0x10 + n else None
             elif cur is not None and line.strip().startswith("Sent "):
                 out[cur] = int(line.split()[1])
         return out

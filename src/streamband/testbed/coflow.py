@@ -26,6 +26,22 @@ the hosts' namespaces (``python -m streamband.testbed.coflow receiver|sender PLA
   rule). 004 uses 10 ms, "which is TCP RTOmin"; Linux's RTOmin is 200 ms, the
   bench's default.
 - ``mode: tcp``: no decision, no marking (plain TCP sharing).
+- Retransmission bounds (optional, any mode): ``rto_min_us`` and ``rto_max_ms`` set
+  each flow's socket's ``TCP_RTO_MIN_US`` and ``TCP_RTO_MAX_MS`` (Linux >= 6.16 / 6.15;
+  the kernel takes 1000..120000 ms for the latter). 004's sender retransmits a
+  starving flow's unacknowledged packets when its 10 ms timer ("TCP RTOmin") expires
+  (§III-D, §IV-A); a user-space sender cannot, but these bounds make the kernel's own
+  retransmission timer start at 004's 10 ms and back off to at most ``rto_max_ms``
+  (Linux's defaults: 200 ms and 120 s), so a flow that lost packets in a starved class
+  probes again within that bound once the class is served. With them the sender also
+  sets ``TCP_USER_TIMEOUT`` to the run's deadline and ``TCP_SYNCNT`` to its most (127):
+  Linux gives up on a connection after ``tcp_retries2`` (15) expiries reckoned with
+  the socket's RTO bounds, about 14 s at a 1 s ceiling, and measured so (bench
+  paper-004, stream-rto without them: 3 of 120 flows starved that long in a low class
+  and were reset, the run never completed).
+- Every sender writes each of its flows' ``TCP_INFO`` counters when the flow ends
+  (:func:`tcp_stats`: retransmissions, RTO expiries and time in RTO recovery, time
+  limited by the send buffer) to ``HOST.tcp.json`` in the plan's ``sync`` directory.
 
 A sender imports only the standard library (it starts in well under a second on a
 loaded machine; the receiver's NumPy and the simulator's rule load before it reports
@@ -51,6 +67,8 @@ from pathlib import Path
 from typing import Any
 
 HEADER = struct.Struct("!I")  # the flow's index in the plan
+TCP_RTO_MAX_MS, TCP_RTO_MIN_US = 44, 45  # <linux/tcp.h> of Linux 6.15 / 6.16
+MAX_SYNCNT = 127  # <net/tcp.h> MAX_TCP_SYNCNT
 CHUNK = 64 * 1024
 TICK_S = 0.01  # the receiver's decision period and both loops' longest wait
 MODES = ("stream", "tcp")
@@ -124,6 +142,28 @@ def tos_of(cls: int) -> int:
     return (7 - cls) << 5
 
 
+#: ``struct tcp_info`` fields read by :func:`tcp_stats`: name -> (offset, format); the
+#: layout of <linux/tcp.h> (6.7+ for the last three), checked on loopback by
+#: tests/coflow/test_coflow_tcp.py (bytes_sent = the flow's bytes)
+TCP_INFO_FIELDS: dict[str, tuple[int, str]] = {
+    "rto_us": (8, "I"), "snd_cwnd": (80, "I"), "total_retrans": (100, "I"),
+    "busy_us": (168, "Q"), "rwnd_limited_us": (176, "Q"), "sndbuf_limited_us": (184, "Q"),
+    "bytes_sent": (200, "Q"), "bytes_retrans": (208, "Q"),
+    "total_rto": (240, "H"), "total_rto_recoveries": (242, "H"), "total_rto_time_ms": (244, "I"),
+}
+
+
+def tcp_stats(sock: socket.socket) -> dict[str, int]:
+    """The :data:`TCP_INFO_FIELDS` counters of a TCP socket (those the kernel's
+    ``tcp_info`` is long enough to hold); empty if the socket is gone."""
+    try:
+        info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+    except OSError:
+        return {}
+    return {k: struct.unpack_from("<" + f, info, off)[0]
+            for k, (off, f) in TCP_INFO_FIELDS.items() if off + struct.calcsize(f) <= len(info)}
+
+
 def load_plan(path: str | Path) -> dict[str, Any]:
     """The plan the bench wrote (see :func:`streamband.experiments.paper004_testbed.plan`)."""
     plan = json.loads(Path(path).read_text())
@@ -159,6 +199,11 @@ def send(plan: dict[str, Any], host: str) -> int:
     sel = selectors.DefaultSelector()
     live: dict[int, _Flow] = {}
     deadline = float(plan["deadline_s"])
+    rto = [(TCP_RTO_MIN_US, plan.get("rto_min_us")), (TCP_RTO_MAX_MS, plan.get("rto_max_ms"))]
+    if plan.get("rto_max_ms") is not None:  # no abort after 15 short expiries
+        rto += [(socket.TCP_USER_TIMEOUT, int(deadline * 1000)),
+                (socket.TCP_SYNCNT, MAX_SYNCNT)]
+    stats: dict[int, dict[str, int]] = {}
     k = failed = 0
     while (k < len(todo) or live) and time.time() - t0 < deadline:
         now = time.time() - t0
@@ -171,6 +216,9 @@ def send(plan: dict[str, Any], host: str) -> int:
             if stream:
                 f.tos = tos_of(base)  # every coflow starts in the highest queue
                 s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, f.tos)
+            for opt, val in rto:
+                if val is not None:  # OSError on a kernel without it: the run fails
+                    s.setsockopt(socket.IPPROTO_TCP, opt, int(val))
             s.connect_ex(dest)
             sel.register(s, selectors.EVENT_READ | selectors.EVENT_WRITE, f)
             live[i] = f
@@ -178,6 +226,7 @@ def send(plan: dict[str, Any], host: str) -> int:
         for key, ev in sel.select(wait):
             f = key.data
             if ev & selectors.EVENT_READ and not _heard(f, stream, base, now):
+                stats[f.index] = tcp_stats(f.sock)
                 sel.unregister(f.sock)  # the receiver closed: the flow is done
                 f.sock.close()
                 del live[f.index]
@@ -194,7 +243,11 @@ def send(plan: dict[str, Any], host: str) -> int:
                     f.tos = 0
                     f.sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, 0)
     for f in live.values():
+        stats[f.index] = tcp_stats(f.sock)
         f.sock.close()
+    if plan.get("sync"):
+        out = Path(plan["sync"]) / f"{host}.tcp.json"
+        out.write_text(json.dumps({str(i): v for i, v in stats.items()}))
     return 0 if not live and not failed and k == len(todo) else 1
 
 
