@@ -269,9 +269,9 @@ class Testbed:
         built from these, not from the simulator's per-flow ECMP, which can pick the
         other core of a two-tier fabric.
 
-        Examples:
-            >>> tb.paths([("m1", "m3")])  # doctest: +SKIP
-            [[4, 0, 9, 13]]
+        Example: on ``two_tier`` (links numbered as :func:`streamband.model.two_tier`
+        adds them), the first host of rack 1 to the first of rack 2 gives
+        ``[[4, 0, 9, 13]]``: its uplink, rack1→core1, core1→rack2, the downlink.
         """
         return Router(self.topo, "ecmp").paths(pairs, pairs)
 
