@@ -177,28 +177,6 @@ def test_backfill_gives_leftover_to_unblocked_flows() -> None:
     assert x[0] == pytest.approx(20 * MBIT)  # backfilled from 10 to the whole uplink
 
 
-def test_receivers_that_keep_up_are_split_by_need_not_by_last_step() -> None:
-    # 001's TP2 on the star at 20 Mbit/s, second 2 of a testbed run: A->B and C->D
-    # leave S1 for S2, both senders backlogged, both receivers' queues empty. TCP's
-    # first second let C->D through at a quarter of A->B's bytes. Read literally, (4)
-    # gives S2's downlink in proportion to those bytes (C->D ~1.8 Mbit/s), which
-    # the next step repeats; with ρ bounded by the demand, the split follows eq. (3).
-    s = FlowState.zeros(2)
-    s.sent = np.array([2.22e6, 0.21e6])
-    s.ls0 = np.array([1.04e6, 0.51e6])
-    s.ls1 = np.array([2.92e6, 1.84e6])
-    p = problem(star(2, 20 * MBIT), [("h1", "h2"), ("h1", "h2")], s)
-    need = s.sent + 2 * s.ls1 - s.ls0
-    x = appaware(p)
-    np.testing.assert_allclose(x, 20 * MBIT * need / need.sum())
-    assert x[1] > 6 * MBIT  # (4) literally: 20 x 0.21 / 2.43 = 1.7 Mbit/s
-    literal = solve_downlink(np.zeros(2), s.sent, 20 * MBIT, 1.0)
-    assert literal[1] < 2 * MBIT
-    # a receiver with a queue keeps its measured ρ: the bound is for starved ones
-    s.lr0, s.lr1 = np.array([0.0, 1e5]), np.array([0.0, 1e5])
-    assert appaware(p)[1] < 2 * MBIT
-
-
 reference_lines_17_to_29 = appaware_reference
 
 

@@ -60,18 +60,7 @@ pub fn appaware<I: Ix>(
     let demand: Vec<f64> = table_from(nf, |f| {
         8.0 * np_max(s.sent[f] + 2.0 * s.ls1[f] - s.ls0[f], 0.0) / dt
     });
-    // ρ_f of eq. (4), bytes/s; a receiver with an empty queue at t+Δt consumed all it
-    // got, so its ρ_f is at least D_f / Δt (`consumed_rate` in the numpy reference)
-    // (demand[f] / 8 is max(V + 2 L^s(t+Δt) - L^s(t), 0) / Δt to the bit: x8 and /8 are
-    // exact, and rounding commutes with them)
-    let rho_of = |f: usize| {
-        let rho = (s.sent[f] - s.lr1[f] + s.lr0[f]) / dt;
-        if s.lr1[f] <= 0.0 {
-            np_max(rho, demand[f] * 0.125)
-        } else {
-            rho
-        }
-    };
+    let rho_of = |f: usize| (s.sent[f] - s.lr1[f] + s.lr0[f]) / dt; // ρ_f of eq. (4), bytes/s
 
     // one pass over R for line 11 and lines 17-21: the load R^T D (when the bottlenecked
     // links are not given), per uplink Σ D and its flows (problem (3)), per downlink its

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import streamband_alloc_core as kernel  # built by `pip install ./rust/alloc_core`
 
-from streamband.alloc.base import DOWNLINK, INTERNAL, UPLINK, AllocProblem, FlowState
+from streamband.alloc.base import DOWNLINK, INTERNAL, UPLINK, AllocProblem
 from streamband.alloc.common import (
     backfill,
     bottlenecked_links,
@@ -35,24 +35,6 @@ from streamband.alloc.common import (
 #: ρ_f <= 0 (the receiver consumed nothing) is replaced by RHO_EPS x the largest ρ on
 #: the link, so the flow's term of (4) is huge and it gets ~0 unless every flow is idle
 RHO_EPS = 1e-9
-
-
-def consumed_rate(s: FlowState, dt: float) -> np.ndarray:
-    """ρ_f of problem (4), bytes/s: what each flow's receiver consumed in the interval,
-    [V_f - L^r_f(t+Δt) + L^r_f(t)] / Δt (000 eq. 4).
-
-    A receiver whose queue is empty at t+Δt (L^r_f(t+Δt) <= 0) consumed all it got, so
-    V_f / Δt is only a lower bound on its speed: its ρ_f is raised to the flow's
-    demand D_f / Δt (the numerator of eq. 3). Read literally, (4) splits a downlink
-    whose receivers keep up in proportion to what each flow was let through the step
-    before, so whatever split the first interval happened to have (TCP's start, say)
-    is kept for good; with the bound, such flows are split by what their senders need,
-    as on the uplink. The bound is ours, not 000's; tests/test_alloc_appaware.py shows
-    the split it fixes.
-    """
-    rho = (s.sent - s.lr1 + s.lr0) / dt
-    need = np.maximum(s.sent + 2.0 * s.ls1 - s.ls0, 0.0) / dt
-    return np.where(s.lr1 <= 0, np.maximum(rho, need), rho)
 
 
 def uplink_shares(link: np.ndarray, d: np.ndarray, capacity: np.ndarray) -> np.ndarray:
@@ -176,7 +158,7 @@ def appaware_numpy(p: AllocProblem) -> np.ndarray:
 
     # lines 20-21: problem (4) on every bottlenecked downlink
     dn = b_e & (kind_e == DOWNLINK)
-    rho = consumed_rate(s, p.dt)  # ρ_f, bytes/s, eq. (4)
+    rho = (s.sent - s.lr1 + s.lr0) / p.dt  # ρ_f, bytes/s, eq. (4)
     fd = rows[dn]
     xd = flow_min(fd, downlink_shares(cols[dn], s.lr1[fd], rho[fd], cap, p.dt), e.n_flows, np.inf)
 
@@ -211,7 +193,7 @@ def appaware_reference(p: AllocProblem) -> np.ndarray:
     bott = bottlenecked_links(e, p.capacity, demand, p.bottlenecked)
     xu = np.full(p.n_flows, np.inf)
     xd = np.full(p.n_flows, np.inf)
-    rho = consumed_rate(s, dt)
+    rho = (s.sent - s.lr1 + s.lr0) / dt
     for lk in np.flatnonzero(bott):
         fl = r.indices[r.indptr[lk] : r.indptr[lk + 1]]
         if p.link_kind[lk] == UPLINK:
