@@ -148,8 +148,9 @@ def bench(
     repeat: int = typer.Option(1, help="runs per configuration on a noisy backend"),
     full_trace: bool = typer.Option(False, help="paper-004: the whole trace everywhere"),
     policy: str = typer.Option(None, help="the managed policy under test in place of "
-                               "appaware (paper-002: of bwman) (a policy that does nothing "
-                               "must fail the checks)"),
+                               "appaware (paper-001 on testbed and paper-000 on storm: "
+                               "appaware-store; paper-002: bwman) (a policy that does "
+                               "nothing must fail the checks)"),
     guard: bool = typer.Option(None, "--guard/--no-guard", help=GUARD_HELP),
     max_pending: int = typer.Option(None, help=PENDING_HELP),
     tuple_scale: float = typer.Option(None, help=SCALE_HELP),
