@@ -150,3 +150,65 @@ def test_the_lease_follows_late_steps():
     for t in (0.0, 1.0, 3.5, 6.0, 7.0, 8.0, 9.0, 10.0):
         m.step(t)
     assert rec.leases == pytest.approx([3.0, 3.0, 7.5, 7.5, 7.5, 7.5, 3.0, 3.0])
+
+
+class Counted(Replay):
+    """:class:`Replay` on a switch that counts the link's load: ``util`` per step."""
+
+    def __init__(self, sent_mbit: list[tuple[float, float]], util: list[float]) -> None:
+        super().__init__(sent_mbit)
+        self.util = iter(util)
+        self.now = 0.0
+
+    def allocatable(self) -> np.ndarray:
+        self.now = next(self.util)
+        return np.array([CAP])
+
+    def utilisation(self) -> np.ndarray:
+        return np.array([self.now])
+
+
+def test_a_link_whose_backlogs_outgrow_it_is_held_only_while_the_counters_show_it_full():
+    """Demands of 24 Mbit/s on 20 at every step (a backlog that waits on something
+    other than the link), the link 95 % full for 2 steps, then 40 %: its caps are held
+    by the hysteresis for 2 more steps and then lifted; without the counters (Algorithm 1
+    line 11 as written, ``full_frac=None``) they stay for good."""
+    util = [0.95, 0.95, 0.4, 0.4, 0.4, 0.4, 0.4]
+
+    def run(full_frac: float | None) -> list[bool]:
+        replay, rec = Counted([HOT] * len(util), util), Recorder()
+        m = Manager(routing=sp.csr_matrix(np.ones((2, 1))), link_kind=np.array([UPLINK]),
+                    policy=appaware, profiler=replay, linkstats=replay, enforcer=rec, dt=1.0,
+                    full_frac=full_frac)
+        hot = [bool(m.step(float(t)).hot[0]) for t in range(len(util))]
+        assert hot == [u >= (full_frac or 0.0) for u in util]
+        return [bool(np.isfinite(r).all()) for r in rec.rates]
+
+    assert run(0.8) == [True, True, True, True, False, False, False]
+    assert run(None) == [True] * len(util)
+
+
+def test_full_frac_is_a_share_of_capacity():
+    replay = Replay(TRACE)
+    with pytest.raises(ValueError, match="full_frac"):
+        Manager(routing=sp.csr_matrix(np.ones((2, 1))), link_kind=np.array([UPLINK]),
+                policy=appaware, profiler=replay, linkstats=replay, enforcer=Recorder(),
+                dt=1.0, full_frac=80.0)
+
+
+def test_the_live_loop_reads_and_logs_the_counted_loads(tmp_path):
+    import json
+
+    from streamband.control.live import LiveLoop
+
+    util = [0.95, 0.4]
+    replay = Counted([HOT] * len(util), util)
+    m = Manager(routing=sp.csr_matrix(np.ones((2, 1))), link_kind=np.array([UPLINK]),
+                policy=appaware, profiler=replay, linkstats=replay, enforcer=Recorder(),
+                dt=1.0)
+    loop = LiveLoop(m, log=tmp_path / "alloc.jsonl")
+    for _ in util:
+        loop.step()
+    loop.log.close()
+    lines = [json.loads(s) for s in (tmp_path / "alloc.jsonl").read_text().splitlines()]
+    assert [(r["util"], r["hot"]) for r in lines] == [([0.95], [0]), ([0.4], [])]

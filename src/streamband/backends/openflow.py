@@ -92,6 +92,11 @@ class ControllerLinkStats:
         """Each link's rate over the last poll, bit/s (L2 bytes)."""
         return port_rates(self.client.ports(), self.refs)
 
+    def utilisation(self) -> np.ndarray:
+        """Each link's rate over the last poll read by :meth:`allocatable`, as a share of
+        its capacity (cross traffic included)."""
+        return self.used / self.capacity
+
     def flow_bps(self) -> np.ndarray:
         """Each application flow's rate over the last poll (0 when not counted)."""
         rates = {_key(m["flow"]): m["bps"] for m in self.client.flows()}

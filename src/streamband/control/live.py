@@ -117,8 +117,9 @@ class AllocationLog:
     """One JSON line per allocation: time, rates (null = uncapped), classes (when the
     policy decides them), the links found bottlenecked at this step (``hot``) and those
     treated so (``held``, with the manager's hysteresis), optimizer ms, the step's
-    phases in ms (``phase_ms``: link statistics, profile, decide, enforce), the flow state
-    and the capacities the policy saw."""
+    phases in ms (``phase_ms``: link statistics, profile, decide, enforce), each link's
+    measured load over its capacity (``util``, where the backend counts it), the flow
+    state and the capacities the policy saw."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -135,6 +136,8 @@ class AllocationLog:
             **({"held": np.flatnonzero(alloc.held).tolist()} if alloc.held is not None else {}),
             **({"phase_ms": {k: round(v * 1e3, 1) for k, v in alloc.phase_s.items()}}
                if alloc.phase_s is not None else {}),
+            **({"util": [round(float(u), 3) for u in alloc.util]}
+               if alloc.util is not None else {}),
             **extra,
         }
         self.f.write(json.dumps(rec) + "\n")
@@ -153,6 +156,9 @@ class _Recording:
     def allocatable(self) -> np.ndarray:
         self.last = self.inner.allocatable()
         return self.last
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)  # utilisation(), when the backend counts loads
 
 
 class LiveLoop:

@@ -36,6 +36,15 @@ HOLD_STEPS = 3
 #: of the last LEASE_STEPS gaps between steps when the loop runs late (so a slow step does
 #: not let the caps lapse mid-run, while a dead manager still fails open)
 LEASE_STEPS = 3
+#: a link counts as bottlenecked (000 Algorithm 1 line 11) only while the switch's port
+#: counters show it carrying at least this share of its capacity, where the link
+#: statistics measure it (:meth:`LinkStats.utilisation`). Line 11 reads the demands of
+#: eq. (3), whose 2 L^s term also grows when a sender's backlog waits for something other
+#: than the link (a CPU-bound worker, a slow receiver): on Storm's two_tier, TT's caps
+#: were held on links the counters showed 31-44 % full (session 9), and capping a link
+#: that is not full takes bandwidth from no one in order to give it to no one. Under TCP
+#: a bottleneck runs at 0.98-1.0 of its capacity on the testbed (bench paper-000 util).
+FULL_FRAC = 0.8
 
 
 class Profiler(Protocol):
@@ -52,6 +61,11 @@ MIN_INTERVAL_FRAC = 0.25
 
 
 class LinkStats(Protocol):
+    """Link statistics (000 §IV-A2). A backend whose switch counts each link's load also
+    has ``utilisation() -> ndarray (L,)``: each link's load over the last poll as a share
+    of its capacity, cross traffic included (the manager then holds as bottlenecked only
+    the links that are full, :data:`FULL_FRAC`); the simulator's has none."""
+
     def allocatable(self) -> np.ndarray:
         """Allocatable capacity of every link in bit/s (000 §IV-A2)."""
         ...
@@ -84,6 +98,7 @@ class Allocation:
     hot: np.ndarray | None = None
     held: np.ndarray | None = None
     phase_s: dict[str, float] | None = None
+    util: np.ndarray | None = None
 
 
 @dataclass
@@ -127,6 +142,11 @@ class Manager:
         bottlenecked stays so until its flows' demands have stayed below its capacity
         for ``hold`` consecutive steps; the policy and the cap / no-cap mask both see
         these links (``AllocProblem.bottlenecked``). 1: the current step alone.
+    full_frac : float, optional
+        A link whose demands reach its capacity counts as bottlenecked only while its
+        measured load is at least this share of its capacity (:data:`FULL_FRAC`), when the
+        link statistics measure it (``utilisation()``); None: the demands alone, as
+        Algorithm 1 line 11 is written.
     history : list of Allocation
         Every allocation made, in order (``rates_bps`` as enforced).
 
@@ -150,6 +170,7 @@ class Manager:
     class_dt: float | None = None
     guard: HarmGuard | None = None
     hold: int = HOLD_STEPS
+    full_frac: float | None = FULL_FRAC
     history: list[Allocation] = field(default_factory=list)
     #: per link, consecutive steps whose demands stayed below capacity
     _calm: np.ndarray | None = field(default=None, repr=False)
@@ -160,6 +181,9 @@ class Manager:
     def __post_init__(self) -> None:
         if self.hold < 1:
             raise ValueError(f"hold: expected at least 1 step, got {self.hold}")
+        if self.full_frac is not None and not 0.0 <= self.full_frac <= 1.0:
+            raise ValueError(f"full_frac: expected a share of capacity in [0, 1], got "
+                             f"{self.full_frac}")
 
     def held(self, now_hot: np.ndarray) -> np.ndarray:
         """(L,) bool: the links bottlenecked now or at one of the last ``hold - 1``
@@ -211,6 +235,10 @@ class Manager:
         )
         e = entries(problem.routing)
         now_hot = bottlenecked_links(e, problem.capacity, problem.demand_bps(), None)
+        measure = getattr(self.linkstats, "utilisation", None)
+        util = None if measure is None else np.asarray(measure(), float)
+        if util is not None and self.full_frac is not None:
+            now_hot &= util >= self.full_frac
         problem.bottlenecked = self.held(now_hot)
         t0 = time.perf_counter()
         decision = as_decision(self.policy(problem))
@@ -237,6 +265,6 @@ class Manager:
         self.memory = decision.memory
         phases = {"linkstats": t_profile - t_stats, "profile": t_decide - t_profile,
                   "decide": t_enforce - t_decide, "enforce": time.perf_counter() - t_enforce}
-        alloc = Allocation(now, rates, spent, decision.classes, now_hot, hot, phases)
+        alloc = Allocation(now, rates, spent, decision.classes, now_hot, hot, phases, util)
         self.history.append(alloc)
         return alloc
