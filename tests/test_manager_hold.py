@@ -80,12 +80,13 @@ def test_a_held_link_is_shared_by_the_policy_not_capped_at_the_demands():
     assert rec.rates[2] == pytest.approx(np.array([8.0, 6.0]) * CAP / 14.0)
 
 
-def test_hold_must_be_at_least_one_step():
+@pytest.mark.parametrize(("name", "value"), [("hold", 0), ("full_frac", 80.0)])
+def test_hold_is_at_least_one_step_and_full_frac_a_share_of_capacity(name, value):
     replay = Replay(TRACE)
-    with pytest.raises(ValueError, match="hold"):
+    with pytest.raises(ValueError, match=name):
         Manager(routing=sp.csr_matrix(np.ones((2, 1))), link_kind=np.array([UPLINK]),
                 policy=appaware, profiler=replay, linkstats=replay, enforcer=Recorder(),
-                dt=1.0, hold=0)
+                dt=1.0, **{name: value})
 
 
 def test_the_allocation_log_keeps_this_steps_links_and_the_held_ones(tmp_path):
@@ -186,14 +187,6 @@ def test_a_link_whose_backlogs_outgrow_it_is_held_only_while_the_counters_show_i
 
     assert run(0.8) == [True, True, True, True, False, False, False]
     assert run(None) == [True] * len(util)
-
-
-def test_full_frac_is_a_share_of_capacity():
-    replay = Replay(TRACE)
-    with pytest.raises(ValueError, match="full_frac"):
-        Manager(routing=sp.csr_matrix(np.ones((2, 1))), link_kind=np.array([UPLINK]),
-                policy=appaware, profiler=replay, linkstats=replay, enforcer=Recorder(),
-                dt=1.0, full_frac=80.0)
 
 
 def test_the_live_loop_reads_and_logs_the_counted_loads(tmp_path):

@@ -239,8 +239,10 @@ def test_bwman_loop_manages_the_store(store):
     # the classes borrow (the default): each may use the whole quota
     assert all(p["user_bps"] == p["recovery_bps"] == pytest.approx(LINK_MBPS * 1e6)
                for p in plans)
-    after = [s for s in res.steps if 6 < s["t"] <= 20]
-    assert any(s["recovering"] for s in after)  # the failure at 3 s was seen
+    # the failure at 3 s was seen: the loop measured its replicas coming back (Swift's
+    # replicator may restore all of them within one 3-s integrity sample, so "missing
+    # through a whole interval" need not happen: CI of 5b09247, integrity 1.0 again at 6 s)
+    assert any(s["recovery_mbs"] > 0 for s in res.steps if s["t"] > 3.0)
     assert len(res.failures) == 1 and res.recovered_at is not None
     assert res.integrity_final == 1.0
     assert set(res.violations) == {"5%", "10%", "15%"}
