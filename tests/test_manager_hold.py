@@ -205,3 +205,18 @@ def test_the_live_loop_reads_and_logs_the_counted_loads(tmp_path):
     loop.log.close()
     lines = [json.loads(s) for s in (tmp_path / "alloc.jsonl").read_text().splitlines()]
     assert [(r["util"], r["hot"]) for r in lines] == [([0.95], [0]), ([0.4], [])]
+
+
+def test_the_loops_wrapper_forwards_the_counters_and_copies_without_recursion():
+    import copy
+
+    from streamband.control.live import _Recording
+
+    replay = Counted([HOT], [0.5])
+    rec = _Recording(replay)
+    assert rec.allocatable().tolist() == [CAP] and rec.last.tolist() == [CAP]
+    assert rec.utilisation().tolist() == [0.5]  # forwarded to the backend's statistics
+    with pytest.raises(AttributeError):
+        rec.no_such_counter  # noqa: B018
+    twin = copy.copy(rec)  # copy builds the object without __init__: no `inner` yet
+    assert twin.inner is replay

@@ -158,7 +158,11 @@ class _Recording:
         return self.last
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)  # utilisation(), when the backend counts loads
+        # utilisation() and flow_rates, when the backend has them; private and dunder
+        # names are not forwarded (copy and pickle look them up before ``inner`` exists)
+        if name.startswith("_") or name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
 
 
 class LiveLoop:
