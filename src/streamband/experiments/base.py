@@ -95,6 +95,11 @@ class Options:
                  "tuple_scale": self.tuple_scale}
         return {k: v for k, v in given.items() if v is not None}
 
+    def under_test(self, table: dict[str, str]) -> str:
+        """The managed policy this run tests: ``policy`` if given, else the experiment's
+        choice for the backend (its ``UNDER_TEST`` table, which says why)."""
+        return self.policy or table[self.backend]
+
 
 @dataclass
 class Outcome:

@@ -57,12 +57,12 @@ STORM_MAX_PENDING = 100
 #: Storm: seconds from placing a topology to its first window (JVMs of 10 workers start
 #: and JIT on 2 cores; acking had barely begun after 30 s in session 5)
 STORM_WARMUP_S = 60.0
-#: Storm: the policy under test. TT's aggregator and TI's combiner keep the tuples they
-#: wait with in their own event-time store, not in the receive queues the profiler reads
-#: (L^r = 0), so problem (4) repeats the last step's split on their downlinks; eq. (3) splits
-#: those by the senders' backlogs (session 8, --repeat 2: 18 of 24 checks, against 12 of
-#: 24 for appaware). On the simulator both policies give the same gains here.
-STORM_POLICY = "appaware-store"
+#: the policy under test per backend. On Storm, TT's aggregator and TI's combiner keep
+#: the tuples they wait with in their own event-time store, not in the receive queues the
+#: profiler reads (L^r = 0), so problem (4) repeats the last step's split on their
+#: downlinks; eq. (3) splits those by the senders' backlogs (session 8, --repeat 2: 18 of
+#: 24 checks, against 12 of 24 for appaware). On the simulator both give the same gains.
+UNDER_TEST = {"sim": "appaware", "storm": "appaware-store"}
 #: the smallest throughput gain over tcp that counts as app-aware doing its job
 MIN_GAIN_PCT = 10.0
 #: why rows can be more than 2x off the paper
@@ -171,7 +171,7 @@ def compare_backends(real: Sequence[dict], sim: Sequence[dict], short: dict[str,
 
 def run(out: Path, opts: Options, console: Console) -> Outcome:
     """Run TT and TI on ``opts.backend``; print and write the comparison with 000."""
-    policy = opts.policy or (STORM_POLICY if opts.backend == "storm" else "appaware")
+    policy = opts.under_test(UNDER_TEST)
     intro = [__doc__.split("\n\n", 1)[1].replace("\n", " ").strip()]
     if opts.backend == "sim":
         done = execute(specs(opts), backend("sim").Runner(), console)

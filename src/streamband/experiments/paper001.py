@@ -199,7 +199,7 @@ def compare_backends(testbed: Sequence[dict], sim: Sequence[dict], policy: str =
 
 def run(out: Path, opts: Options, console: Console) -> Outcome:
     """Run 001 on ``opts.backend``; print and write the comparison with the paper."""
-    policy = opts.policy or UNDER_TEST[opts.backend]
+    policy = opts.under_test(UNDER_TEST)
     sim_specs = specs(opts if opts.backend == "sim" else Options())
     if policy not in sim_specs[0].policies:  # the simulator's column for the policy
         sim_specs = [sim_specs[0].model_copy(update={
