@@ -71,6 +71,7 @@ def manage(*args: str, env: dict[str, str] | None = None) -> subprocess.Complete
     ({"topologies__0__policy": "sweep"}, "'sweep' is of kind 'search'"),
     ({"network__hosts__1__switch": "s9"}, "network.hosts.1.switch: unknown switch 's9'"),
     ({"manager__dt_s": 0}, "manager.dt_s: Input should be greater than or equal to 0.2"),
+    ({"manager__full_frac": 1.5}, "manager.full_frac: Input should be less than or equal to 1"),
     ({"controller__api": "localhost"}, "controller.api: expected HOST:PORT"),
     ({"topologies__0__tuple_bytes": {"AB": 1}}, "expected 'SRC->DST'"),
 ])

@@ -40,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from streamband.alloc.base import FlowState
 from streamband.backends.openflow import PortRef
 from streamband.backends.storm import StormProfiler, app_totals
+from streamband.control.manager import FULL_FRAC
 from streamband.errors import PreconditionError, SpecError, one_line
 from streamband.model.routing import Router, routing_matrix
 from streamband.model.topology import Topology
@@ -176,6 +177,11 @@ class ManagerSettings(BaseModel):
     guard: bool = Field(True, description="do no harm: keep TCP's measured split unless "
                         "an allocation moves at least 12 % of a bottlenecked link's capacity "
                         "(released below 8 %); false: always enforce the policy's caps")
+    full_frac: float | None = Field(FULL_FRAC, gt=0, le=1, allow_inf_nan=False,
+                                    description="a link counts as bottlenecked (000 "
+                                    "Algorithm 1 line 11) only while the switch's counters "
+                                    "show it at least this share full; null: whenever its "
+                                    "flows' demands reach its capacity, as the paper writes")
 
     @field_validator("listen")
     @classmethod

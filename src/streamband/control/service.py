@@ -364,7 +364,8 @@ class Service:
             mt.manager = Manager(routing=mapping.routing, link_kind=self.net.topo.kinds,
                                  policy=policy_fn(mt.policy), profiler=mt.profiler,
                                  linkstats=mt.linkstats, enforcer=mt.collect, dt=self.dt,
-                                 weights=weights, guard=self._guard(mt.policy))
+                                 weights=weights, guard=self._guard(mt.policy),
+                                 full_frac=self.cfg.manager.full_frac)
             mt.rates = np.full(mapping.n, np.inf)
             mt.safe = self._saved(mt.name, mapping)
             mt.mapped_at = time.time()
