@@ -22,11 +22,13 @@ import sys
 import time
 from pathlib import Path
 
+from streamband.experiments import paper004
+from streamband.shared import shared_dir
 from streamband.sim.coflow.run import simulate
 from streamband.sim.coflow.trace import read_trace
 from streamband.sim.coflow.workloads import from_trace
 
-TRACE = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "FB2010-1Hr-150-0.txt"
+TRACE = shared_dir().joinpath(*paper004.TRACE)  # $STREAMBAND_SHARED, else ../shared
 POLICIES = ("fs", "fs-static", "baraat", "aalo", "stream", "varys")
 
 

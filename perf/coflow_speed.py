@@ -38,7 +38,9 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from streamband.experiments import paper004
 from streamband.model.fabric import big_switch
+from streamband.shared import shared_dir
 from streamband.sim.coflow.engine import path_table
 from streamband.sim.coflow.run import GBIT, simulate
 from streamband.sim.coflow.sharing import water_fill
@@ -46,7 +48,7 @@ from streamband.sim.coflow.trace import read_trace
 from streamband.sim.coflow.workloads import from_trace
 
 ROOT = Path(__file__).resolve().parents[1]
-TRACE = ROOT / ".." / "shared" / "data" / "FB2010-1Hr-150-0.txt"
+TRACE = shared_dir().joinpath(*paper004.TRACE)  # $STREAMBAND_SHARED, else ../shared
 REFERENCE = ROOT / "perf" / "data" / "coflow_reference_full.json"
 #: (label, registry name, options, reference entry or None)
 RUNS = [

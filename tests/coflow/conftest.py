@@ -5,16 +5,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from streamband.experiments import paper004
+from streamband.shared import shared_dir
 from streamband.sim.coflow.workloads import Workload
 
-TRACE = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "FB2010-1Hr-150-0.txt"
+TRACE = shared_dir().joinpath(*paper004.TRACE)  # $STREAMBAND_SHARED, else ../shared
 
 
 @pytest.fixture
 def trace_path() -> Path:
     if not TRACE.is_file():  # CI clones the project beside ../shared: a missing trace is a bug
         pytest.fail(f"the FB2010 trace is missing: expected {TRACE.resolve()} "
-                    "(the project must sit beside ../shared)")
+                    "(the project must sit beside ../shared, or set STREAMBAND_SHARED)")
     return TRACE
 
 
