@@ -236,8 +236,19 @@ class StormProfiler:
         self.last = {"sent": d_bytes.tolist(), "msgs_total": msgs.tolist(), "ls": ls.tolist(),
                      "lr": lr.tolist(), "msgs": d_msgs.tolist(), "bytes_per_msg": self.bpm.tolist(),
                      "report_age_s": _age(snap, reports, self.pairs),
-                     "interval_s": self.interval_s}
+                     "interval_s": self.interval_s, **kernel_view(kernel)}
         return state
+
+
+def kernel_view(kernel: list[TcpSocket | None]) -> dict[str, list[Any]]:
+    """Per flow, what its sender's socket shows of where its backlog waits (None where
+    the flow has no socket): smoothed and minimum RTT (ms), congestion window
+    (segments), segments retransmitted since the connection began
+    (:mod:`streamband.storm.sockets`)."""
+    return {"rtt_ms": [s.rtt_ms if s else None for s in kernel],
+            "min_rtt_ms": [s.min_rtt_ms if s else None for s in kernel],
+            "cwnd": [s.cwnd if s else None for s in kernel],
+            "retrans": [s.retrans if s else None for s in kernel]}
 
 
 def _age(snap: dict[str, Any], reports: dict[tuple[str, int], dict[str, Any]],

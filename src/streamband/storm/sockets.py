@@ -2,7 +2,11 @@
 stream engine whose flows are TCP connections): per socket, the bytes the peer has
 acknowledged and the bytes still in the send buffer, from ``ss -tinp`` run in the
 host's network namespace. Where it applies, the kernel knows better than the engine
-(000 §IV-A1's V_f and part of L^s_f in bytes, where the engine counts messages)."""
+(000 §IV-A1's V_f and part of L^s_f in bytes, where the engine counts messages).
+Beside them, what tells where a backlog waits: the smoothed and the minimum RTT, the
+congestion window and the retransmissions (a sender backlog behind a congestion window
+on an RTT far above the path's minimum, while the path's links are not full, waits for
+something other than link capacity; session 12 found one on Storm with ``ss``)."""
 
 from __future__ import annotations
 
@@ -12,7 +16,10 @@ from dataclasses import dataclass
 
 _HEAD = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\S+):(\d+)\s+(\S+):(\d+)(?:\s+(.*))?$")
 _PID = re.compile(r"pid=(\d+)")
-_FIELD = re.compile(r"\b(bytes_acked|bytes_sent|bytes_received|notsent|delivery_rate):(\d+)")
+_FIELD = re.compile(r"\b(bytes_acked|bytes_sent|bytes_received|notsent|delivery_rate|cwnd):(\d+)")
+_RTT = re.compile(r"\brtt:([\d.]+)/")
+_MINRTT = re.compile(r"\bminrtt:([\d.]+)")
+_RETRANS = re.compile(r"\bretrans:\d+/(\d+)")
 
 
 @dataclass(frozen=True)
@@ -29,6 +36,10 @@ class TcpSocket:
     bytes_sent: int
     notsent: int  # of send_q: bytes not yet sent once
     pids: tuple[int, ...]
+    rtt_ms: float | None = None  # smoothed RTT
+    min_rtt_ms: float | None = None  # the least RTT the connection has seen
+    cwnd: int | None = None  # congestion window, segments
+    retrans: int = 0  # segments retransmitted since the connection began
 
     @property
     def four_tuple(self) -> tuple[str, int, str, int]:
@@ -38,6 +49,11 @@ class TcpSocket:
 def _addr(a: str) -> str:
     a = a.strip("[]")
     return a[7:] if a.startswith("::ffff:") else a
+
+
+def _number(pattern: re.Pattern[str], info: str) -> float | None:
+    m = pattern.search(info)
+    return float(m.group(1)) if m else None
 
 
 def parse_ss(text: str) -> list[TcpSocket]:
@@ -57,7 +73,9 @@ def parse_ss(text: str) -> list[TcpSocket]:
             dst_port=int(m.group(6)), recv_q=int(m.group(1)), send_q=int(m.group(2)),
             bytes_acked=fields.get("bytes_acked", 0), bytes_sent=fields.get("bytes_sent", 0),
             notsent=fields.get("notsent", 0),
-            pids=tuple(int(p) for p in _PID.findall(m.group(7) or ""))))
+            pids=tuple(int(p) for p in _PID.findall(m.group(7) or "")),
+            rtt_ms=_number(_RTT, info), min_rtt_ms=_number(_MINRTT, info),
+            cwnd=fields.get("cwnd"), retrans=int(_number(_RETRANS, info) or 0)))
         i += 2 if info else 1
     return out
 
