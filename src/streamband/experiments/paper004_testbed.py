@@ -26,14 +26,20 @@ Stream's thresholds (10 MiB x 10^k, ``queues`` of them) and eq. (3)'s MiB are sc
 cap no coflow passes the fourth threshold: queues 4..7 stay empty).
 
 Modes (:mod:`streamband.testbed.coflow`): ``stream`` (receivers decide, senders mark
-DSCP, queue q in class q, eight leaves of ``LEAF_LIMIT_PKTS`` = 8 packets), ``stream-rto``
-(the same, the senders' retransmission timer bounded as 004's sender's starvation
-timer: ``TCP_RTO_MIN_US`` 10 ms, ``TCP_RTO_MAX_MS`` 1 s), ``tcp`` (no marking: every
-coflow byte in the default class 7, plain TCP sharing among the coflows in one leaf of
-8 x 8 = 64 packets, the total Stream's eight leaves hold) and ``tcp-fifo`` (the port
-without classes, as Mininet shapes it: one HTB class with its default 1000-packet leaf,
-which the switch's send buffer stops at about 92 packets, the background UDP in the
-same queue; plain TCP as the testbed is without any priority machinery). ``tcp``
+DSCP, queue q in class q), ``stream-rto`` (the same, the senders' retransmission timer
+bounded as 004's sender's starvation timer: ``TCP_RTO_MIN_US`` 10 ms,
+``TCP_RTO_MAX_MS`` 1 s), ``tcp`` (no marking: every coflow byte in the default class
+7, plain TCP sharing among the coflows in one leaf) and ``tcp-fifo`` (the port without
+classes, as Mininet shapes it: one HTB class with its default 1000-packet leaf, which
+the switch's send buffer stops at about 92 packets, the background UDP in the same
+queue; plain TCP as the testbed is without any priority machinery). Buffer: the eight
+classes of stream and tcp hold :data:`PORT_PKTS` = 84 packets in all, the send buffer's
+92 less the background's reserved 8, as 004's switch's queues share its one 2 MB
+memory (§IV-A) and tcp-fifo's queue holds about 92 (:meth:`Setting.leaf_pkts`):
+Stream's split over the queues a coflow under the cap can reach (20 each in 0..3, 1 in
+the never used 4..7), tcp's 77 in class 7. Measured (this bench, 3 x 5 modes, 3 x
+3 with eight leaves of ``LEAF_LIMIT_PKTS`` = 8 and tcp's 64, see the commit): the
+mice's average CCT under stream fell from 0.35 s to 0.14 s (category I). ``tcp``
 isolates the marking (same port, same buffer in all); ``tcp-rto`` is tcp with
 stream-rto's bounds (what they do without Stream); ``tcp-fifo`` is the port without
 priority machinery. ``--policy M1,M2`` runs only the modes listed. The simulator runs
@@ -41,9 +47,11 @@ the same workload (trace sizes, the coflow share of the link scaled by ``1 / siz
 times) on a big switch with fs and stream, for the factor the fluid model predicts.
 
 Each run also records, to find where time goes: the port's bytes every 0.1 s, so
-the link capacity left unused while a coflow was open (``link``), and every
+the link capacity left unused while a coflow was open (``link``), every
 flow's ``TCP_INFO`` at its end (RTO expiries, time in RTO recovery, retransmitted
-bytes, time limited by the send buffer: :func:`~streamband.testbed.coflow.tcp_stats`).
+bytes, time limited by the send buffer: :func:`~streamband.testbed.coflow.tcp_stats`),
+and the background's UDP datagrams sent and received (``background``: the share the
+coflows took from it, which only tcp-fifo's shared queue allows).
 
 Checks that can fail: every run carried every byte of every flow; in stream runs the
 receivers' decisions reached the switch (coflow bytes in at least two classes, the
@@ -71,7 +79,7 @@ from rich.console import Console
 from streamband.errors import OptionError, PreconditionError
 from streamband.experiments.base import Check, Comparison, Options, Outcome, distance, show
 from streamband.report.html import Report, write_json
-from streamband.sdn.priority import CLASSES, LEAF_LIMIT_PKTS, RESERVED
+from streamband.sdn.priority import CLASSES, LEAF_LIMIT_PKTS, RESERVED, SEND_BUFFER_PKTS
 from streamband.sim.coflow.run import GBIT, simulate
 from streamband.sim.coflow.schedulers.thresholds import thresholds
 from streamband.sim.coflow.trace import MIB, Coflow, Trace
@@ -88,8 +96,9 @@ PAPER: dict[str, tuple[float, str]] = {
     "p95": (1.58, "§IV-A: 'better performance by up 1.58x and 1.72x at 95th percentile'"),
 }
 #: tcp: the port's classes as under stream, nothing marked (every coflow byte in class 7,
-#: one leaf of TCP_LEAF_PKTS); tcp-fifo: the port as Mininet shapes it without classes
-#: (one HTB class, its default 1000-packet leaf; the background shares it), plain TCP;
+#: one leaf of the port's PORT_PKTS less one per other class); tcp-fifo: the port as
+#: Mininet shapes it without classes (one HTB class, its default 1000-packet leaf; the
+#: background shares it), plain TCP;
 #: stream-rto, tcp-rto: stream, tcp with the senders' RTO bounded (Setting.rto_min_us,
 #: rto_max_ms)
 MODES = ("tcp", "tcp-rto", "tcp-fifo", "stream", "stream-rto")
@@ -97,7 +106,11 @@ BASELINES = ("tcp", "tcp-rto", "tcp-fifo")
 STREAMS = ("stream", "stream-rto")
 BG_CLASS = RESERVED  # the background's leaf: ahead of the eight strict classes
 CLASS_BASE = 0  # Stream's queue q is class q
-TCP_LEAF_PKTS = CLASSES * LEAF_LIMIT_PKTS  # tcp's one leaf: what Stream's eight hold
+RESERVE_PKTS = LEAF_LIMIT_PKTS  # the background's reserved leaf
+#: packets all eight classes of the receiver's port hold together in stream and tcp alike:
+#: the switch's send buffer less the reserve's (:data:`SEND_BUFFER_PKTS`), as in
+#: tcp-fifo's one queue, whose ~92 packets the background shares
+PORT_PKTS = SEND_BUFFER_PKTS - RESERVE_PKTS
 RESERVE_MARGIN = 1.1  # the reserve over the background's rate (UDP/IP headers, jitter)
 SAMPLE_S = 0.1  # the port's byte counter, read this often during a run
 #: the figures compared per mode: average CCT, mice's (category I), the others', p95
@@ -136,13 +149,30 @@ class Setting:
     def hosts(self) -> int:
         return self.senders + 2
 
+    @property
+    def reachable(self) -> int:
+        """Stream's queues a coflow can reach: the first, and one more per threshold
+        below the cap (10 MiB x 10^k in trace bytes, 004 §III-D "exponentially-spaced
+        threshold"; with the 1 GiB cap queues 0..3), at most ``queues``."""
+        tau = thresholds(self.queues)
+        return min(self.queues, 1 + int(np.sum(tau[np.isfinite(tau)] < self.cap_mib * MIB)))
+
+    def leaf_pkts(self, mode: str) -> list[int]:
+        """Each class's pfifo length on the receiver's port in ``mode`` (not tcp-fifo):
+        :data:`PORT_PKTS` in all, as 004's switch's queues share its one 2 MB buffer
+        (§IV-A): stream splits them evenly over the :attr:`reachable` classes (the
+        others 1 packet: never used); tcp puts what the other seven leave in class 7,
+        where every coflow byte goes. Equal totals: neither mode has more buffer."""
+        if mode in ("tcp", "tcp-rto"):
+            return [1] * (CLASSES - 1) + [PORT_PKTS - (CLASSES - 1)]
+        r = self.reachable
+        each = (PORT_PKTS - (CLASSES - r)) // r
+        return [each] * r + [1] * (CLASSES - r)
+
     def shape(self, mode: str) -> dict[str, Any]:
         """The receiver's port's tree in ``mode`` (``PUT /v1/classes`` ``shapes``):
-        the background's reserve, and eight leaves of ``LEAF_LIMIT_PKTS`` (stream) or
-        one of :data:`TCP_LEAF_PKTS` in class 7, the others 1 (tcp)."""
-        leaves = ([1] * (CLASSES - 1) + [TCP_LEAF_PKTS] if mode in ("tcp", "tcp-rto")
-                  else [LEAF_LIMIT_PKTS] * CLASSES)
-        return {"leaf_pkts": leaves, "reserve_pkts": LEAF_LIMIT_PKTS,
+        the background's reserve and the leaves of :meth:`leaf_pkts`."""
+        return {"leaf_pkts": self.leaf_pkts(mode), "reserve_pkts": RESERVE_PKTS,
                 "reserve_bps": self.link_mbps * 1e6 * max(self.background, 0.01)
                 * RESERVE_MARGIN}
 
@@ -276,7 +306,8 @@ def run_testbed(wl: Workload, st: Setting, repeat: int, out: Path,
                                            shapes={port: st.shape(mode)})
                     p = plan(wl, st, mode, 0.0, ips, PORT + n)
                     row = one_run(tb, client, port, rx, p, out / f"run{n:02d}-{mode}",
-                                  wl.categories(), st.link_mbps * 1e6)
+                                  wl.categories(), st.link_mbps * 1e6,
+                                  bg if st.background > 0 else None)
                     if mode == "tcp-fifo":
                         client.put_classes(classes, lease_s=LEASE_S,
                                            shapes={port: st.shape("stream")})
@@ -291,11 +322,18 @@ def run_testbed(wl: Workload, st: Setting, repeat: int, out: Path,
                                   f"open {row['link']['idle_link_s']:.1f} s of "
                                   f"{row['link']['open_s']:.1f}, coflows "
                                   f"{row['link']['coflow_mbps']:.2f} Mbit/s, RTOs "
-                                  f"{row['tcp']['total_rto']}", highlight=False)
+                                  f"{row['tcp']['total_rto']}, background lost "
+                                  f"{_lost_pct(row)}", highlight=False)
         finally:
             stop.set()
             renewer.join(5)
     return rows
+
+
+def _lost_pct(row: dict[str, Any]) -> str:
+    """The background's datagram loss in a run, as a percentage (or "-")."""
+    bgl = row.get("background")
+    return "-" if not bgl else f"{100 * bgl['lost_frac']:.1f} %"
 
 
 def _renew(client: Any, stop: threading.Event) -> None:
@@ -308,14 +346,17 @@ def _renew(client: Any, stop: threading.Event) -> None:
 
 
 def one_run(tb: Any, client: Any, port: str, rx: str, p: dict[str, Any], base: Path,
-            cats: np.ndarray, link_bps: float | None = None) -> dict[str, Any]:
+            cats: np.ndarray, link_bps: float | None = None,
+            bg: str | None = None) -> dict[str, Any]:
     """One plan on the testbed (receiver on ``rx``, ``port`` its switch port): every
     agent started and ready before t0 (:func:`~streamband.testbed.coflow.launch`);
     CCTs summarized with the coflows' categories ``cats``; a coflow not done by the
     deadline counts the deadline. With ``link_bps``: ``link``, how the link was used
     while a coflow was open (:func:`link_use`, from the port's byte counter read
     every :data:`SAMPLE_S`). ``tcp``: the flows' ``TCP_INFO`` counters summed, per
-    flow in ``tcp_flows``."""
+    flow in ``tcp_flows``. With ``bg`` (the background's host, sending UDP to ``rx``):
+    ``background``, its datagrams sent and received during the run and the fraction
+    lost (:func:`_udp_datagrams`): what the coflows took from it."""
     res = base.with_suffix(".json")
     res.unlink(missing_ok=True)
     sync = base.with_suffix(".sync")
@@ -325,6 +366,7 @@ def one_run(tb: Any, client: Any, port: str, rx: str, p: dict[str, Any], base: P
     sampler = threading.Thread(target=_sample, args=(port, samples, stop), daemon=True)
     with base.with_suffix(".log").open("w") as log:
         before = _class_bytes(client, port)
+        udp0 = _udp_datagrams(tb, bg, rx) if bg else None
         try:
             rxp, sps = launch(tb.popen, p, rx, res, log)
         except RuntimeError as err:
@@ -344,6 +386,7 @@ def one_run(tb: Any, client: Any, port: str, rx: str, p: dict[str, Any], base: P
         stop.set()
         sampler.join(5)
         after = _class_bytes(client, port)
+        udp1 = _udp_datagrams(tb, bg, rx) if bg else None
     got = json.loads(res.read_text())
     t0 = float((sync / "go").read_text())
     flows_tcp: dict[str, dict[str, int]] = {}
@@ -365,11 +408,32 @@ def one_run(tb: Any, client: Any, port: str, rx: str, p: dict[str, Any], base: P
            "link": None if link_bps is None else link_use(
                [(t - t0, b) for t, b in samples], p, got["cct_s"], link_bps),
            "class_bytes": [a - b for a, b in zip(after, before, strict=True)],
+           "background": None if udp0 is None or udp1 is None else _lost(udp0, udp1),
            "wall_s": float(np.nanmax(np.array([np.nan if v is None else v
                                                for v in got["flow_end_s"]], float),
                                      initial=0.0))}
     row.update(summarize(np.where(done, cct, p["deadline_s"]), cats))
     return row
+
+
+def _udp_datagrams(tb: Any, src: str, dst: str) -> tuple[int, int]:
+    """UDP datagrams ``src`` has sent and ``dst`` has received so far (``Udp:
+    OutDatagrams`` and ``InDatagrams`` of ``/proc/net/snmp`` in each host's
+    namespace; only the background's iperf3 sends UDP between them)."""
+    def udp(host: str, field: str) -> int:
+        text = tb.popen(host, ["cat", "/proc/net/snmp"], stdout=subprocess.PIPE,
+                        text=True).communicate(timeout=10)[0]
+        head, vals = [ln.split() for ln in text.splitlines() if ln.startswith("Udp:")][:2]
+        return int(vals[head.index(field)])
+
+    return udp(src, "OutDatagrams"), udp(dst, "InDatagrams")
+
+
+def _lost(before: tuple[int, int], after: tuple[int, int]) -> dict[str, float]:
+    """The background's datagrams sent and received between two readings of
+    :func:`_udp_datagrams`, and the fraction lost on the way."""
+    sent, got = after[0] - before[0], after[1] - before[1]
+    return {"sent": sent, "received": got, "lost_frac": 1 - got / sent if sent else 0.0}
 
 
 def _sample(port: str, out: list[tuple[float, int]], stop: threading.Event) -> None:
@@ -504,7 +568,7 @@ def compare(res: dict[str, Any]) -> Comparison:
     header = ["baseline / Stream", "testbed median", "min", "max", "simulator fs / stream",
               "paper", "median - paper", "2x off", "paper's source"]
     legend = {"baseline / Stream": "tcp: the port's classes, nothing marked (every coflow "
-              f"in one leaf of {TCP_LEAF_PKTS} packets); tcp-rto: tcp, the senders' RTO "
+              f"in one leaf of {PORT_PKTS - CLASSES + 1} packets); tcp-rto: tcp, the senders' RTO "
               "bounded (10 ms .. 1 s); tcp-fifo: the port without classes "
               "(Mininet's one HTB class and 1000-packet leaf, the background in it); "
               "stream-rto: stream, the senders' RTO bounded (10 ms .. 1 s); avg: average "
@@ -520,6 +584,7 @@ def compare(res: dict[str, Any]) -> Comparison:
             late = [r["start_lag_s"]["max"] for r in rs if r["start_lag_s"]]
             idle = [r["link"]["idle_link_s"] for r in rs if r.get("link")]
             gput = [r["link"]["coflow_mbps"] for r in rs if r.get("link")]
+            lost = [r["background"]["lost_frac"] for r in rs if r.get("background")]
             notes.append(
                 f"{mode}: last flow done at {statistics.median(r['wall_s'] for r in rs):.1f} s "
                 f"(median over runs; {sum(res['spec']['coflow_mb']):.1f} MB at the coflows' "
@@ -530,7 +595,9 @@ def compare(res: dict[str, Any]) -> Comparison:
                 "unused while a coflow was open "
                 f"{statistics.median(idle) if idle else float('nan'):.1f} s, the coflows' "
                 f"goodput then {statistics.median(gput) if gput else float('nan'):.2f} "
-                "Mbit/s; RTO expiries "
+                "Mbit/s; the background lost "
+                f"{100 * statistics.median(lost) if lost else float('nan'):.1f} % of its "
+                "datagrams (what the coflows took from it); RTO expiries "
                 f"{statistics.median(r['tcp']['total_rto'] for r in rs):.0f}, time in RTO "
                 f"recovery {statistics.median(r['tcp']['total_rto_time_ms'] for r in rs) / 1e3:.1f}"
                 " flow-s (medians over runs)")
