@@ -32,15 +32,15 @@ bounded as 004's sender's starvation timer: ``TCP_RTO_MIN_US`` 10 ms,
 7, plain TCP sharing among the coflows in one leaf) and ``tcp-fifo`` (the port without
 classes, as Mininet shapes it: one HTB class with its default 1000-packet leaf, which
 the switch's send buffer stops at about 92 packets, the background UDP in the same
-queue; plain TCP as the testbed is without any priority machinery). Buffer: the eight
-classes of stream and tcp hold :data:`PORT_PKTS` = 84 packets in all, the send buffer's
-92 less the background's reserved 8, as 004's switch's queues share its one 2 MB
-memory (§IV-A) and tcp-fifo's queue holds about 92 (:meth:`Setting.leaf_pkts`):
-Stream's split over the queues a coflow under the cap can reach (20 each in 0..3, 1 in
-the never used 4..7), tcp's 77 in class 7. Measured (this bench, 3 x 5 modes, 3 x
-3 with eight leaves of ``LEAF_LIMIT_PKTS`` = 8 and tcp's 64, see the commit): the
-mice's average CCT under stream fell from 0.35 s to 0.14 s (category I). ``tcp``
-isolates the marking (same port, same buffer in all); ``tcp-rto`` is tcp with
+queue; plain TCP as the testbed is without any priority machinery). Buffer
+(:meth:`Setting.leaf_pkts`): Stream's eight classes hold :data:`PORT_PKTS` = 84
+packets in all, the send buffer's 92 less the background's reserved 8, as 004's
+switch's queues share its one 2 MB memory (§IV-A) and tcp-fifo's queue holds about 92:
+split over the queues a coflow under the cap can reach (20 each in 0..3, 1 in the
+never used 4..7); tcp's one leaf keeps 8 x 8 = 64 (77 measured slower). Measured:
+stream's mice (category I) average CCT 0.14-0.30 s in 6 runs (0.35 s in a run with
+eight leaves of ``LEAF_LIMIT_PKTS`` = 8, the module's default for App-Fair). ``tcp``
+isolates the marking (same port, same background's reserve); ``tcp-rto`` is tcp with
 stream-rto's bounds (what they do without Stream); ``tcp-fifo`` is the port without
 priority machinery. ``--policy M1,M2`` runs only the modes listed. The simulator runs
 the same workload (trace sizes, the coflow share of the link scaled by ``1 / size_scale``: the same
@@ -52,6 +52,18 @@ flow's ``TCP_INFO`` at its end (RTO expiries, time in RTO recovery, retransmitte
 bytes, time limited by the send buffer: :func:`~streamband.testbed.coflow.tcp_stats`),
 and the background's UDP datagrams sent and received (``background``: the share the
 coflows took from it, which only tcp-fifo's shared queue allows).
+
+Why tcp-fifo is the hard baseline (measured, 6 runs per mode with the leaves above):
+its coflows take part of the background's rate, which no other mode allows. In the one
+shared queue TCP keeps the queue full and the constant-rate UDP loses 8.4-8.9 % of its
+datagrams at the tail (0.0 % in the reserved leaf of every other mode), so tcp-fifo's
+coflows got 10.25-10.35 Mbit/s while a coflow was open, stream's and tcp's 8.3-9.3
+(stream-rto 9.2): about 12 % more capacity. The fluid simulator on this workload puts
+fair sharing's average CCT only 1.05x above Stream's (29 mice, 11 coflows of category
+II that decide the average and that Stream serves after the mice), so tcp-fifo's
+median (5.57 s) and Stream's (stream 5.64 s, stream-rto 5.70 s) lie within the runs'
+spread. tcp, the same port and background's reserve as Stream: 6.83 s (64-packet
+leaf), beaten by 1.21x; tcp-rto 6.88 s.
 
 Checks that can fail: every run carried every byte of every flow; in stream runs the
 receivers' decisions reached the switch (coflow bytes in at least two classes, the
@@ -96,7 +108,7 @@ PAPER: dict[str, tuple[float, str]] = {
     "p95": (1.58, "§IV-A: 'better performance by up 1.58x and 1.72x at 95th percentile'"),
 }
 #: tcp: the port's classes as under stream, nothing marked (every coflow byte in class 7,
-#: one leaf of the port's PORT_PKTS less one per other class); tcp-fifo: the port as
+#: one leaf of TCP_LEAF_PKTS); tcp-fifo: the port as
 #: Mininet shapes it without classes (one HTB class, its default 1000-packet leaf; the
 #: background shares it), plain TCP;
 #: stream-rto, tcp-rto: stream, tcp with the senders' RTO bounded (Setting.rto_min_us,
@@ -107,10 +119,13 @@ STREAMS = ("stream", "stream-rto")
 BG_CLASS = RESERVED  # the background's leaf: ahead of the eight strict classes
 CLASS_BASE = 0  # Stream's queue q is class q
 RESERVE_PKTS = LEAF_LIMIT_PKTS  # the background's reserved leaf
-#: packets all eight classes of the receiver's port hold together in stream and tcp alike:
-#: the switch's send buffer less the reserve's (:data:`SEND_BUFFER_PKTS`), as in
-#: tcp-fifo's one queue, whose ~92 packets the background shares
+#: packets Stream's eight classes of the receiver's port may hold together: the
+#: switch's send buffer less the reserve's (:data:`SEND_BUFFER_PKTS`), as tcp-fifo's one
+#: queue holds ~92 with the background in it
 PORT_PKTS = SEND_BUFFER_PKTS - RESERVE_PKTS
+#: tcp's one leaf (class 7): 8 x 8 packets; 77 (the rest of PORT_PKTS) measured slower
+#: (median average CCT 7.26 s against 6.83 s, 3 runs each), so tcp keeps 64
+TCP_LEAF_PKTS = CLASSES * LEAF_LIMIT_PKTS
 RESERVE_MARGIN = 1.1  # the reserve over the background's rate (UDP/IP headers, jitter)
 SAMPLE_S = 0.1  # the port's byte counter, read this often during a run
 #: the figures compared per mode: average CCT, mice's (category I), the others', p95
@@ -159,12 +174,12 @@ class Setting:
 
     def leaf_pkts(self, mode: str) -> list[int]:
         """Each class's pfifo length on the receiver's port in ``mode`` (not tcp-fifo):
-        :data:`PORT_PKTS` in all, as 004's switch's queues share its one 2 MB buffer
-        (§IV-A): stream splits them evenly over the :attr:`reachable` classes (the
-        others 1 packet: never used); tcp puts what the other seven leave in class 7,
-        where every coflow byte goes. Equal totals: neither mode has more buffer."""
+        stream splits :data:`PORT_PKTS` evenly over the :attr:`reachable` classes (the
+        others 1 packet: never used), as 004's switch's queues share its one 2 MB
+        buffer (§IV-A), so the class being served holds 20 packets, not 8; tcp keeps
+        :data:`TCP_LEAF_PKTS` in class 7, where every coflow byte goes."""
         if mode in ("tcp", "tcp-rto"):
-            return [1] * (CLASSES - 1) + [PORT_PKTS - (CLASSES - 1)]
+            return [1] * (CLASSES - 1) + [TCP_LEAF_PKTS]
         r = self.reachable
         each = (PORT_PKTS - (CLASSES - r)) // r
         return [each] * r + [1] * (CLASSES - r)
@@ -568,7 +583,7 @@ def compare(res: dict[str, Any]) -> Comparison:
     header = ["baseline / Stream", "testbed median", "min", "max", "simulator fs / stream",
               "paper", "median - paper", "2x off", "paper's source"]
     legend = {"baseline / Stream": "tcp: the port's classes, nothing marked (every coflow "
-              f"in one leaf of {PORT_PKTS - CLASSES + 1} packets); tcp-rto: tcp, the senders' RTO "
+              f"in one leaf of {TCP_LEAF_PKTS} packets); tcp-rto: tcp, the senders' RTO "
               "bounded (10 ms .. 1 s); tcp-fifo: the port without classes "
               "(Mininet's one HTB class and 1000-packet leaf, the background in it); "
               "stream-rto: stream, the senders' RTO bounded (10 ms .. 1 s); avg: average "
