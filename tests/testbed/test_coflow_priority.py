@@ -4,7 +4,8 @@ switch. Two coflows into w3 on a 20 Mbit/s star: A (12 MB from w1) starts first 
 is demoted once it passes the 3 MB threshold; B (2.5 MB from w2) starts 2 s later and
 stays in the top queue. Under Stream B finishes about as fast as alone (1 s at
 20 Mbit/s) and the port's counters show A's bytes in the demoted class; under plain
-TCP B shares the link with A (about 2 s). Nothing is left running afterwards."""
+TCP B shares the link with A (1.2-4.1 s in single runs, so the median of three runs is
+compared). Nothing is left running afterwards."""
 
 from __future__ import annotations
 
@@ -26,6 +27,13 @@ SPEC = "star:hosts=3,link_mbps=20,api=127.0.0.1:8193,openflow=127.0.0.1:6665"
 A_BYTES, B_BYTES, B_START = 12_000_000, 2_500_000, 2.0
 TAU0 = 3_000_000
 ALONE_S = B_BYTES * 8 / 20e6  # B alone on the link: 1.0 s
+#: plain TCP runs whose median B's CCT is compared with Stream's: in 20 single runs (session
+#: 13) B took 1.23-4.07 s under TCP, against 1.05-1.06 s under Stream in every run (a
+#: newcomer in slow start against A's backed-off window sometimes takes most of the link
+#: for a while); 4 of those 20 were below the old bar (one run, 1.3x Stream's). The median
+#: of three was 1.69-2.98 s in 4 tests
+TCP_RUNS = ("tcp#1", "tcp#2", "tcp#3")
+TCP_SLOWER = 1.15
 
 
 def _plan(mode: str, ip: str, port: int) -> dict:
@@ -48,17 +56,20 @@ def test_demoted_coflow_is_served_below_a_fresh_one(cleanup, tmp_path):
         # the port's classes exist under a lease, as in the bench (one listed flow)
         client.put_classes([{"flow": {"src_ip": tb.ip("w1"), "dst_ip": tb.ip("w3"),
                                       "dst_port": 9}, "cls": 0, "port": port}], lease_s=60)
-        for i, mode in enumerate(("stream", "tcp")):
-            rows[mode] = one_run(tb, client, port, "w3", _plan(mode, tb.ip("w3"), 7200 + i),
-                                 tmp_path / mode, np.zeros(2, int))
+        for i, mode in enumerate(("stream", *TCP_RUNS)):
+            rows[mode] = one_run(tb, client, port, "w3",
+                                 _plan(mode.split("#")[0], tb.ip("w3"), 7200 + i),
+                                 tmp_path / mode.replace("#", "-"), np.zeros(2, int))
         running = [p.args for p in tb.procs if p.poll() is None]
         assert running == [], running  # every receiver and sender ended on its own
-    st, tcp = rows["stream"], rows["tcp"]
-    print(f"\nB's CCT stream {st['cct_s'][1]:.2f} s, tcp {tcp['cct_s'][1]:.2f} s (alone "
-          f"{ALONE_S:.1f} s); class bytes stream {st['class_bytes']}, tcp "
-          f"{tcp['class_bytes']}; decisions {st['decisions']}; "
-          f"{time.monotonic() - t_start:.0f} s")
-    for r in (st, tcp):
+    st, tcps = rows["stream"], [rows[m] for m in TCP_RUNS]
+    b_tcps = [r["cct_s"][1] for r in tcps]
+    b_tcp = float(np.median(b_tcps))
+    print(f"\nB's CCT stream {st['cct_s'][1]:.2f} s, tcp "
+          f"{', '.join(f'{b:.2f}' for b in b_tcps)} s (alone {ALONE_S:.1f} s); "
+          f"class bytes stream {st['class_bytes']}, tcp {tcps[0]['class_bytes']}; "
+          f"decisions {st['decisions']}; {time.monotonic() - t_start:.0f} s")
+    for r in (st, *tcps):
         assert r["complete"], r["errors"]
     # the receiver demoted A (queue 1), never B
     assert [d[1:] for d in st["decisions"]] == [[0, 1]], st["decisions"]
@@ -67,10 +78,12 @@ def test_demoted_coflow_is_served_below_a_fresh_one(cleanup, tmp_path):
     cb = st["class_bytes"]
     assert cb[2] > 0.5 * (A_BYTES - TAU0), cb
     assert B_BYTES < cb[1] < B_BYTES + 1.5 * TAU0, cb
-    assert tcp["class_bytes"][7] > 0.99 * (A_BYTES + B_BYTES), tcp["class_bytes"]
-    # B ahead of A: about as fast as alone under Stream, sharing under TCP
+    for r in tcps:
+        assert r["class_bytes"][7] > 0.99 * (A_BYTES + B_BYTES), r["class_bytes"]
+    # B ahead of A: about as fast as alone under Stream, sharing under TCP (the median of
+    # TCP_RUNS: how plain TCP splits the link in B's first second varies from run to run)
     assert st["cct_s"][1] < 1.5 * ALONE_S, st["cct_s"]
-    assert tcp["cct_s"][1] > 1.3 * st["cct_s"][1], (tcp["cct_s"], st["cct_s"])
+    assert b_tcp > TCP_SLOWER * st["cct_s"][1], ([r["cct_s"] for r in tcps], st["cct_s"])
     # no agent outlives the run (checked before the fixture's clean; Mininet's own
     # controller shell "mininet:c0" may still be going, the fixture removes it)
     agents = [c for c in map(_cmd, leftovers()) if "streamband.testbed.coflow" in c]
