@@ -16,7 +16,7 @@ A reproduction module (``paper000``, ``paper001``, ``paper002``, ``paper003``,
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -117,6 +117,17 @@ class Outcome:
 
 #: a row is flagged when the measured figure is more than this factor off the paper's
 FLAG_FACTOR = 2.0
+
+
+def spread(values: Sequence[float]) -> str:
+    """"min-max" of repeated measurements (one decimal), "" when there are none.
+
+    Examples
+    --------
+    >>> spread([51.0, 72.04, 64.0])
+    '51.0-72.0'
+    """
+    return f"{min(values):.1f}-{max(values):.1f}" if len(values) else ""
 
 
 def distance(measured: float, paper: float) -> tuple[float, bool]:

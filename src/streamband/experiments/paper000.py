@@ -21,6 +21,7 @@ from streamband.experiments.base import (
     Outcome,
     distance,
     publish,
+    spread,
     with_options,
 )
 from streamband.experiments.runner import execute
@@ -151,8 +152,10 @@ def compare_backends(real: Sequence[dict], sim: Sequence[dict], short: dict[str,
                 pg = PAPER_GAIN.get((tag, net), {}).get(int(bw), float("nan"))
                 pl = PAPER_LATENCY.get((tag, net), {}).get(int(bw), float("nan"))
                 paired = paired_gains(_by(real, **at), policy)
-                table.append([tag, net, bw, t_tcp, _spread(real, "tcp", at), t_aa,
-                              _spread(real, policy, at), gain,
+                tps = {p: [r["throughput_tps"] for r in _by(real, policy=p, **at)]
+                       for p in ("tcp", policy)}
+                table.append([tag, net, bw, t_tcp, spread(tps["tcp"]), t_aa,
+                              spread(tps[policy]), gain,
                               median(paired) if paired else float("nan"),
                               100 * (s_aa / s_tcp - 1), pg,
                               lat, 100 * (sl_aa / sl_tcp - 1), pl,
@@ -177,11 +180,6 @@ def compare_backends(real: Sequence[dict], sim: Sequence[dict], short: dict[str,
               f"{backend} util": f"utilisation of the bottleneck links under {policy}"}
     return Comparison(header, table, checks, title=f"{backend} against simulator and paper",
                       legend=legend)
-
-
-def _spread(rows: Sequence[dict], policy: str, at: dict[str, object]) -> str:
-    vals = [r["throughput_tps"] for r in _by(rows, policy=policy, **at)]
-    return f"{min(vals):.1f}-{max(vals):.1f}" if vals else ""
 
 
 def paired_gains(rows: Sequence[dict], policy: str) -> list[float]:

@@ -23,6 +23,7 @@ from streamband.experiments.base import (
     Outcome,
     distance,
     publish,
+    spread,
     with_options,
 )
 from streamband.experiments.runner import execute
@@ -144,7 +145,7 @@ def compare_backends(testbed: Sequence[dict], sim: Sequence[dict], policy: str =
             gain = 100.0 * (tb / tb_tcp - 1.0)
             delta, off = distance(gain, paper) if pol != "tcp" else (0.0, False)
             rows.append([pl, pol, gain, 100.0 * (sm / sim_tcp - 1.0), paper, delta,
-                         "yes" if off else "", tb, f"{min(reps):.1f}-{max(reps):.1f}", sm,
+                         "yes" if off else "", tb, spread(reps), sm,
                          room if pol != "tcp" else None])
             if off and pol == policy:
                 why = (f"TCP on {backend} already reaches {tb_tcp:.0f} tuples/s, "
