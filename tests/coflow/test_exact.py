@@ -177,6 +177,41 @@ def test_aalo_demotes_at_the_planned_crossing_late_in_a_run(engine):
     assert r.flow_finish[1] == pytest.approx(fin_c + (64 * MIB - 2 * C / 3 * d) / C, rel=1e-12)
 
 
+VARYS_LATE = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from conftest import make_workload
+from streamband.model.fabric import big_switch
+from streamband.sim.coflow import fast
+from streamband.sim.coflow.engine import Simulation
+from streamband.sim.coflow.schedulers.varys import Varys
+G = 2**30
+wl = make_workload([(0, 0, 1, 2**20), (0, 2, 3, 5e-6)], [1000.3], 4)
+run = (Simulation(wl, big_switch(4, G), Varys()).run if sys.argv[2] == "python"
+       else lambda: fast.run_compiled(wl, big_switch(4, G), Varys()))
+print(json.dumps([float(x) for x in run().flow_finish]))
+"""
+
+
+@pytest.mark.parametrize("engine", ["python", "compiled"])
+def test_varys_completes_a_flow_shorter_than_one_tick_of_the_clock(engine):
+    """At t ~ 1000 s a flow 37 fs from its end (5e-6 bytes at 1 Gbit/s) moves the clock
+    by less than one ulp: it is due at the event all the same (the engine's rule "not
+    after t"), and the coflow's other flow ends at t0 + 1 MiB / C. The compiled varys
+    had only the 1e-12 slack and never left t (the whole FB2010 trace at t = 701.6 s);
+    run in a child so that a loop fails the test instead of hanging the suite."""
+    import subprocess
+    import sys
+
+    here = str(Path(__file__).resolve().parent)
+    p = subprocess.run([sys.executable, "-c", VARYS_LATE, here, engine], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    fin = json.loads(p.stdout)
+    assert fin[1] == 1000.3
+    assert fin[0] == pytest.approx(1000.3 + MIB / C, rel=1e-12)
+
+
 @pytest.mark.parametrize("starving", [8, 6, 3])
 def test_units_raised_and_demoted_together_match_python_engine(starving):
     """Stream's starvation mitigation raises every starving unit of a queue at one

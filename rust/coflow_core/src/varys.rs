@@ -189,8 +189,12 @@ pub fn run(inp: &Input) -> Result<(Vec<f64>, u64), String> {
                                act.len()));
         }
         let dt = t_next - t;
+        let t_prev = t;
         t = t_next;
         events += 1;
+        // due: within its tolerance, within 1e-12 of the interval, or not after t (a
+        // finish closer than one ulp of t leaves t where it was: without this rule the
+        // loop never ends, as on FB2010 at t = 701.6 s)
         let lim = dt * (1.0 + 1e-12);
         let mut done: Vec<u32> = Vec::new();
         act.retain(|&f| {
@@ -198,7 +202,7 @@ pub fn run(inp: &Input) -> Result<(Vec<f64>, u64), String> {
             let r = rate[f];
             let tf = if r > 0.0 { rem[f] / r } else { f64::INFINITY };
             rem[f] -= r * dt;
-            if rem[f] <= tol(f) || tf <= lim {
+            if rem[f] <= tol(f) || tf <= lim || t_prev + tf <= t {
                 rem[f] = 0.0;
                 done.push(f as u32);
                 false
