@@ -5,12 +5,304 @@
 //! the earlier ones left, rate = remaining / Gamma' per flow so that its flows finish
 //! together; the leftover is then filled max-min per flow (work-conserving).
 //! Mirrors `schedulers/varys.py` with the Python engine's event rule.
+//!
+//! Every flow's rate changes at every event (remaining / Gamma' moves with the bytes,
+//! and nearly every flow gets some backfill: 99 % of flow-events on FB2010), so an
+//! event costs one pass over the active flows to rate them and one to advance them;
+//! everything else is per coflow and link or per path:
+//! - a coflow's remaining bytes per link, which give Gamma and Gamma', are summed in
+//!   the advancing pass (one row of links per active coflow);
+//! - MADD's use of a link is the coflow's bytes on it / Gamma' (the sum of its flows'
+//!   remaining / Gamma');
+//! - flows on one path get the same backfill, so the max-min fill runs over the active
+//!   paths, each weighted by its number of active flows.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::fill::Filler;
 use crate::model::*;
+
+/// The active flows, one column per field: the two passes of an event read them in
+/// order, and the advancing pass computes each rate again (the same operations on the
+/// same inputs) rather than read it back, as both passes are bound by memory.
+#[derive(Default)]
+struct Active {
+    f: Vec<u32>,
+    rem: Vec<f64>,
+    slot: Vec<u32>,
+    path: Vec<u32>,
+    /// per flow, `w` places in `Coflows::load` (its slot's row at each of its links;
+    /// NONE for padding)
+    at: Vec<u32>,
+    w: usize,
+}
+
+impl Active {
+    fn swap_remove(&mut self, i: usize) {
+        self.f.swap_remove(i);
+        self.rem.swap_remove(i);
+        self.slot.swap_remove(i);
+        self.path.swap_remove(i);
+        let n = self.f.len();
+        let w = self.w;
+        if i < n {
+            self.at.copy_within(n * w..n * w + w, i * w);
+        }
+        self.at.truncate(n * w);
+    }
+}
+
+/// Active coflows, each in a slot with a row of bytes per link.
+struct Coflows {
+    nl: usize,
+    slot_of: Vec<u32>,
+    cof: Vec<u32>,
+    n: Vec<u32>,
+    /// remaining bytes per (slot, link); the links the slot's flows cross (marked in
+    /// `mark`), kept until the slot is freed
+    load: Vec<f64>,
+    mark: Vec<bool>,
+    links: Vec<Vec<u32>>,
+    /// 1 / MADD's Gamma' of the slot at this event (0: the coflow gets no MADD share)
+    inv_g: Vec<f64>,
+    free: Vec<u32>,
+    live: Vec<u32>,
+}
+
+impl Coflows {
+    fn slot(&mut self, c: u32) -> u32 {
+        let s = self.slot_of[c as usize];
+        if s != NONE {
+            return s;
+        }
+        let s = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                let s = self.cof.len() as u32;
+                self.cof.push(0);
+                self.n.push(0);
+                self.inv_g.push(0.0);
+                self.links.push(Vec::new());
+                self.load.resize(self.load.len() + self.nl, 0.0);
+                self.mark.resize(self.mark.len() + self.nl, false);
+                s
+            }
+        };
+        self.cof[s as usize] = c;
+        self.slot_of[c as usize] = s;
+        self.live.push(s);
+        s
+    }
+
+    /// A flow of slot `s` on `links` joins with `x` bytes.
+    fn add_flow(&mut self, s: u32, links: &[u32], x: f64) {
+        let row = s as usize * self.nl;
+        self.n[s as usize] += 1;
+        for &l in links {
+            if l != NONE {
+                if !self.mark[row + l as usize] {
+                    self.mark[row + l as usize] = true;
+                    self.links[s as usize].push(l);
+                }
+                self.load[row + l as usize] += x;
+            }
+        }
+    }
+
+    /// One flow of slot `s` ended; the slot is freed with its last flow.
+    fn drop_flow(&mut self, s: u32) {
+        let su = s as usize;
+        self.n[su] -= 1;
+        if self.n[su] == 0 {
+            self.slot_of[self.cof[su] as usize] = NONE;
+            let row = su * self.nl;
+            for &l in &self.links[su] {
+                self.mark[row + l as usize] = false;
+            }
+            self.links[su].clear();
+            self.free.push(s);
+            let i = self.live.iter().position(|&x| x == s).unwrap();
+            self.live.swap_remove(i);
+        }
+    }
+}
+
+/// The active paths: flows per path and, per link, the paths crossing it (kept as
+/// flows come and go, so that a fill needs no set-up pass), and the backfill of an
+/// event: max-min per flow over what MADD left, by progressive filling path by path
+/// (a path weighs its number of flows), with `Filler::fill`'s 1e-9 bottleneck tie rule.
+struct Paths {
+    w: usize,
+    cnt: Vec<u32>,
+    /// per link: the active paths crossing it; per (path, j): the path's place in the
+    /// list of its j-th link
+    on: Vec<Vec<u32>>,
+    at: Vec<u32>,
+    /// per link: active flows crossing it, and the links with any
+    nflows: Vec<f64>,
+    used: Vec<u32>,
+    used_at: Vec<u32>,
+    /// backfill rate per flow of each path at this event
+    rate: Vec<f64>,
+    stamp: Vec<u32>,
+    epoch: u32,
+    wsum: Vec<f64>,
+    heap: BinaryHeap<Reverse<Key>>,
+    bott: Vec<u32>,
+}
+
+impl Paths {
+    fn new(np: usize, nl: usize, w: usize) -> Self {
+        Paths { w, cnt: vec![0; np], on: vec![Vec::new(); nl], at: vec![NONE; np * w],
+                nflows: vec![0.0; nl], used: Vec::new(), used_at: vec![NONE; nl],
+                rate: vec![0.0; np], stamp: vec![0; np], epoch: 0, wsum: vec![0.0; nl],
+                heap: BinaryHeap::new(), bott: Vec::new() }
+    }
+
+    fn add(&mut self, p: u32, links: &[u32]) {
+        let pu = p as usize;
+        for (j, &l) in links.iter().enumerate() {
+            if l == NONE {
+                continue;
+            }
+            let lu = l as usize;
+            if self.cnt[pu] == 0 {
+                self.at[pu * self.w + j] = self.on[lu].len() as u32;
+                self.on[lu].push(p);
+            }
+            if self.nflows[lu] == 0.0 {
+                self.used_at[lu] = self.used.len() as u32;
+                self.used.push(l);
+            }
+            self.nflows[lu] += 1.0;
+        }
+        self.cnt[pu] += 1;
+    }
+
+    fn remove(&mut self, p: u32, links: &[u32], plinks: &[u32]) {
+        let pu = p as usize;
+        self.cnt[pu] -= 1;
+        for (j, &l) in links.iter().enumerate() {
+            if l == NONE {
+                continue;
+            }
+            let lu = l as usize;
+            if self.cnt[pu] == 0 {
+                let i = self.at[pu * self.w + j] as usize;
+                self.on[lu].swap_remove(i);
+                if i < self.on[lu].len() {
+                    let q = self.on[lu][i] as usize;
+                    let jq = plinks[q * self.w..q * self.w + self.w].iter()
+                        .position(|&x| x == l).unwrap();
+                    self.at[q * self.w + jq] = i as u32;
+                }
+            }
+            self.nflows[lu] -= 1.0;
+            if self.nflows[lu] == 0.0 {
+                let i = self.used_at[lu] as usize;
+                self.used.swap_remove(i);
+                if i < self.used.len() {
+                    self.used_at[self.used[i] as usize] = i as u32;
+                }
+            }
+        }
+    }
+
+    /// Fix path `p` at `m` per flow: what it takes leaves `cap`.
+    fn fix(&mut self, p: u32, m: f64, links: &[u32], cap: &mut [f64]) {
+        let pu = p as usize;
+        self.stamp[pu] = self.epoch;
+        self.rate[pu] = m;
+        let c = self.cnt[pu] as f64;
+        for &l in links {
+            if l != NONE {
+                let l = l as usize;
+                cap[l] -= m * c;
+                if cap[l] < SNAP {
+                    cap[l] = 0.0;
+                }
+                self.wsum[l] -= c;
+            }
+        }
+    }
+
+    /// The backfill within `cap` (reduced in place): `rate[p]` for every active path
+    /// (0 for a path crossing a link with nothing left).
+    fn fill(&mut self, plinks: &[u32], cap: &mut [f64]) {
+        let w = self.w;
+        self.epoch += 1;
+        for &l in &self.used {
+            self.wsum[l as usize] = self.nflows[l as usize];
+        }
+        for ui in 0..self.used.len() {
+            let l = self.used[ui] as usize;
+            if cap[l] > 0.0 {
+                continue;
+            }
+            for k in 0..self.on[l].len() {
+                let p = self.on[l][k] as usize;
+                if self.stamp[p] == self.epoch {
+                    continue;
+                }
+                self.stamp[p] = self.epoch;
+                self.rate[p] = 0.0;
+                let c = self.cnt[p] as f64;
+                for &l3 in &plinks[p * w..p * w + w] {
+                    if l3 != NONE {
+                        self.wsum[l3 as usize] -= c;
+                    }
+                }
+            }
+        }
+        self.heap.clear();
+        for &l in &self.used {
+            let lu = l as usize;
+            if self.wsum[lu] > 0.5 {
+                self.heap.push(Reverse(Key(cap[lu] / self.wsum[lu], l)));
+            }
+        }
+        while let Some(Reverse(Key(key, l))) = self.heap.pop() {
+            let l = l as usize;
+            if self.wsum[l] <= 0.5 {
+                continue;
+            }
+            let m = cap[l] / self.wsum[l];
+            if m > key {
+                self.heap.push(Reverse(Key(m, l as u32)));
+                continue;
+            }
+            let thr = m * (1.0 + 1e-9) + 1e-12;
+            self.bott.clear();
+            self.bott.push(l as u32);
+            while let Some(&Reverse(Key(k2, l2))) = self.heap.peek() {
+                if k2 > thr {
+                    break;
+                }
+                self.heap.pop();
+                let l2 = l2 as usize;
+                if self.wsum[l2] <= 0.5 {
+                    continue;
+                }
+                let a2 = cap[l2] / self.wsum[l2];
+                if a2 <= thr {
+                    self.bott.push(l2 as u32);
+                } else {
+                    self.heap.push(Reverse(Key(a2, l2 as u32)));
+                }
+            }
+            for bi in 0..self.bott.len() {
+                let lb = self.bott[bi] as usize;
+                for k in 0..self.on[lb].len() {
+                    let p = self.on[lb][k];
+                    if self.stamp[p as usize] != self.epoch {
+                        let pu = p as usize;
+                        self.fix(p, m, &plinks[pu * w..pu * w + w], cap);
+                    }
+                }
+            }
+        }
+    }
+}
 
 pub fn run(inp: &Input) -> Result<(Vec<f64>, u64), String> {
     let nf = inp.f_size.len();
@@ -18,6 +310,8 @@ pub fn run(inp: &Input) -> Result<(Vec<f64>, u64), String> {
     let ng = inp.g_arrival.len();
     let nl = inp.cap.len();
     let w = inp.width;
+    let np = inp.plinks.len() / w.max(1);
+    let links = |p: u32| &inp.plinks[p as usize * w..p as usize * w + w];
     let (g_ptr, g_flows) = csr(ng, &inp.f_group);
     let mut g_left = vec![0u32; ng];
     for &g in &inp.f_group {
@@ -25,22 +319,25 @@ pub fn run(inp: &Input) -> Result<(Vec<f64>, u64), String> {
     }
     let mut deps_left = inp.g_deps.clone();
     let tol = |f: usize| TOL_REL * inp.f_size[f] + TOL_BYTES;
-    let mut rem = inp.f_size.clone();
+    let max_tol = inp.f_size.iter().fold(0.0f64, |m, &x| m.max(x)) * TOL_REL + TOL_BYTES;
     let mut finish = vec![f64::NAN; nf];
-    let mut act: Vec<u32> = Vec::new();
-    let mut rate = vec![0.0; nf];
-    let mut madd = vec![0.0; nf];
+    let mut act = Active { w, ..Active::default() };
+    let mut cf = Coflows { nl, slot_of: vec![NONE; nc], cof: Vec::new(), n: Vec::new(),
+                           load: Vec::new(), mark: Vec::new(), links: Vec::new(),
+                           inv_g: Vec::new(),
+                           free: Vec::new(), live: Vec::new() };
+    // active paths, each with its number of active flows and its backfill rate
+    let mut paths = Paths::new(np, nl, w);
     let mut rel: BinaryHeap<Reverse<Key>> = BinaryHeap::new();
     for g in 0..ng {
         if deps_left[g] == 0 {
             rel.push(Reverse(Key(inp.g_arrival[g], g as u32)));
         }
     }
-    let mut filler = Filler::new(nl);
     let mut resid = vec![0.0; nl];
-    let mut load = vec![0.0; nl];
-    let mut touched: Vec<u32> = Vec::new();
-    let mut by_cof: Vec<Vec<u32>> = vec![Vec::new(); nc];
+    let mut order: Vec<(f64, u32)> = Vec::new();
+    let mut done: Vec<u32> = Vec::new();
+    let mut gone: Vec<u32> = Vec::new();
     let mut t = 0.0f64;
     let mut events = 0u64;
     let complete = |fl: &[u32],
@@ -77,116 +374,91 @@ pub fn run(inp: &Input) -> Result<(Vec<f64>, u64), String> {
             rel.pop();
             let mut zero: Vec<u32> = Vec::new();
             for &f in &g_flows[g_ptr[g as usize]..g_ptr[g as usize + 1]] {
-                if rem[f as usize] <= tol(f as usize) {
+                let fu = f as usize;
+                if inp.f_size[fu] <= tol(fu) {
                     zero.push(f);
-                } else {
-                    act.push(f);
+                    continue;
                 }
+                let s = cf.slot(inp.f_cof[fu]);
+                let p = inp.f_path[fu];
+                paths.add(p, links(p));
+                cf.add_flow(s, links(p), inp.f_size[fu]);
+                act.f.push(f);
+                act.rem.push(inp.f_size[fu]);
+                act.slot.push(s);
+                act.path.push(p);
+                let row = s as usize * nl;
+                act.at.extend(links(p).iter().map(|&l| if l == NONE { NONE } else {
+                    (row + l as usize) as u32 }));
             }
             if !zero.is_empty() {
-                for &f in &zero {
-                    rem[f as usize] = 0.0;
-                }
                 complete(&zero, t, &mut finish, &mut g_left, &mut deps_left, &mut rel);
             }
         }
-        if act.is_empty() {
+        if act.f.is_empty() {
             if let Some(&Reverse(Key(ta, _))) = rel.peek() {
                 t = ta;
                 continue;
             }
             break;
         }
-        // SEBF order: Gamma per active coflow on the empty fabric
-        let mut cofs: Vec<u32> = Vec::new();
-        for &f in &act {
-            let c = inp.f_cof[f as usize];
-            if by_cof[c as usize].is_empty() {
-                cofs.push(c);
-            }
-            by_cof[c as usize].push(f);
-        }
-        cofs.sort_unstable();
-        let coflow_load = |fl: &[u32], rem: &[f64], load: &mut [f64], touched: &mut Vec<u32>| {
-            for &f in fl {
-                let p = inp.f_path[f as usize] as usize;
-                for &l in &inp.plinks[p * w..p * w + w] {
-                    if l != NONE {
-                        if load[l as usize] == 0.0 {
-                            touched.push(l);
-                        }
-                        load[l as usize] += rem[f as usize];
-                    }
-                }
-            }
-        };
-        let mut gam: Vec<(f64, u32)> = Vec::with_capacity(cofs.len());
-        for &c in &cofs {
-            coflow_load(&by_cof[c as usize], &rem, &mut load, &mut touched);
+        // SEBF order: Gamma per active coflow on the empty fabric, ties by coflow id
+        order.clear();
+        for &s in &cf.live {
+            let row = s as usize * nl;
             let mut g = 0.0f64;
-            for &l in &touched {
-                g = g.max(load[l as usize] / inp.cap[l as usize]);
-                load[l as usize] = 0.0;
+            for &l in &cf.links[s as usize] {
+                g = g.max(cf.load[row + l as usize] / inp.cap[l as usize]);
             }
-            touched.clear();
-            gam.push((g, c));
+            order.push((g, s));
         }
-        gam.sort_by(|a, b| a.0.total_cmp(&b.0)); // stable: ties keep the coflow order
+        order.sort_by(|a, b| a.0.total_cmp(&b.0)
+            .then(cf.cof[a.1 as usize].cmp(&cf.cof[b.1 as usize])));
+        // MADD within what the earlier coflows left
         resid.copy_from_slice(&inp.cap);
-        for &f in &act {
-            madd[f as usize] = 0.0;
-        }
-        for &(_, c) in &gam {
-            let fl = &by_cof[c as usize];
-            coflow_load(fl, &rem, &mut load, &mut touched);
+        for &(_, s) in &order {
+            let su = s as usize;
+            let row = su * nl;
             let mut g = 0.0f64;
-            for &l in &touched {
+            for &l in &cf.links[su] {
                 let l = l as usize;
-                g = g.max(load[l] / resid[l].max(0.0));
-                load[l] = 0.0;
+                g = g.max(cf.load[row + l] / resid[l].max(0.0));
             }
-            touched.clear();
             if !g.is_finite() || g <= 0.0 {
+                cf.inv_g[su] = 0.0;
                 continue;
             }
-            for &f in fl {
-                let r = rem[f as usize] / g;
-                madd[f as usize] = r;
-                let p = inp.f_path[f as usize] as usize;
-                for &l in &inp.plinks[p * w..p * w + w] {
-                    if l != NONE {
-                        resid[l as usize] -= r;
-                    }
-                }
-            }
-            for &f in fl {
-                let p = inp.f_path[f as usize] as usize;
-                for &l in &inp.plinks[p * w..p * w + w] {
-                    if l != NONE && resid[l as usize] < 0.0 {
-                        resid[l as usize] = 0.0;
-                    }
+            cf.inv_g[su] = 1.0 / g;
+            for &l in &cf.links[su] {
+                let l = l as usize;
+                resid[l] -= cf.load[row + l] / g;
+                if resid[l] < 0.0 {
+                    resid[l] = 0.0;
                 }
             }
         }
-        for &c in &cofs {
-            by_cof[c as usize].clear();
+        for &s in &cf.live {
+            let row = s as usize * nl;
+            for &l in &cf.links[s as usize] {
+                cf.load[row + l as usize] = 0.0;
+            }
         }
-        // backfill: max-min per flow over the leftover
-        filler.fill(&inp.plinks, w, &act, |f| inp.f_path[f as usize], |_| 1.0, &mut resid,
-                    &mut rate);
+        // backfill: max-min per flow over the leftover, path by path
+        paths.fill(&inp.plinks, &mut resid);
         let mut dt_f = f64::INFINITY;
-        for &f in &act {
-            let f = f as usize;
-            rate[f] += madd[f];
-            if rate[f] > 0.0 {
-                dt_f = dt_f.min(rem[f] / rate[f]);
+        for i in 0..act.f.len() {
+            let x = act.rem[i];
+            let r = paths.rate[act.path[i] as usize] + x * cf.inv_g[act.slot[i] as usize];
+            // the division only for a flow that may finish first
+            if r > 0.0 && x <= dt_f * r * (1.0 + 1e-9) {
+                dt_f = dt_f.min(x / r);
             }
         }
         let t_rel = rel.peek().map_or(f64::INFINITY, |r| r.0 .0);
         let t_next = (t + dt_f).min(t_rel);
         if !t_next.is_finite() {
             return Err(format!("t={t:.6}s: {} active flows get no bandwidth and no event is due",
-                               act.len()));
+                               act.f.len()));
         }
         let dt = t_next - t;
         let t_prev = t;
@@ -194,22 +466,41 @@ pub fn run(inp: &Input) -> Result<(Vec<f64>, u64), String> {
         events += 1;
         // due: within its tolerance, within 1e-12 of the interval, or not after t (a
         // finish closer than one ulp of t leaves t where it was: without this rule the
-        // loop never ends, as on FB2010 at t = 701.6 s)
+        // loop never ends, as on FB2010 at t = 701.6 s); the others' bytes are summed
+        // per coflow and link for the next event
         let lim = dt * (1.0 + 1e-12);
-        let mut done: Vec<u32> = Vec::new();
-        act.retain(|&f| {
-            let f = f as usize;
-            let r = rate[f];
-            let tf = if r > 0.0 { rem[f] / r } else { f64::INFINITY };
-            rem[f] -= r * dt;
-            if rem[f] <= tol(f) || tf <= lim || t_prev + tf <= t {
-                rem[f] = 0.0;
-                done.push(f as u32);
-                false
+        // a flow with more than rate x `wide` left is due by none of the rules (tf is
+        // then above lim and above t - t_prev plus one ulp of t), so its tf is not needed
+        let wide = dt * (1.0 + 1e-9) + t * 1e-15;
+        done.clear();
+        gone.clear();
+        for i in 0..act.f.len() {
+            let old = act.rem[i];
+            let r = paths.rate[act.path[i] as usize] + old * cf.inv_g[act.slot[i] as usize];
+            let rem = old - r * dt;
+            act.rem[i] = rem;
+            let due = (rem <= max_tol && rem <= tol(act.f[i] as usize))
+                || (old <= r * wide && {
+                    let tf = if r > 0.0 { old / r } else { f64::INFINITY };
+                    tf <= lim || t_prev + tf <= t
+                });
+            if due {
+                gone.push(i as u32);
             } else {
-                true
+                for &k in &act.at[i * w..i * w + w] {
+                    if k != NONE {
+                        cf.load[k as usize] += rem;
+                    }
+                }
             }
-        });
+        }
+        for &i in gone.iter().rev() {
+            let i = i as usize;
+            done.push(act.f[i]);
+            cf.drop_flow(act.slot[i]);
+            paths.remove(act.path[i], links(act.path[i]), &inp.plinks);
+            act.swap_remove(i);
+        }
         if !done.is_empty() {
             done.sort_unstable();
             complete(&done, t, &mut finish, &mut g_left, &mut deps_left, &mut rel);
