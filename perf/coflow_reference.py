@@ -11,7 +11,9 @@ with the revision and the command. The figures in ``perf/data/`` were made this 
 from the engine before the incremental rewrite, except ``aalo`` (``revisions``):
 that engine demoted a coflow late when the event planned at its threshold crossing
 found its bytes a rounding error short (see ``schedulers/crossing.py``); aalo's
-CCTs were frozen again once that was fixed.
+CCTs were frozen again once that was fixed. ``varys`` on the whole trace comes from
+a422535, the per-flow loop once it completed flows closer than one ulp of the clock
+(before that it never ended on the whole trace).
 """
 
 from __future__ import annotations
