@@ -413,6 +413,46 @@ impl Sim {
     }
 }
 
+/// The next bottleneck of a progressive filling: from `heap` (per link, its fair share
+/// cap / wsum when pushed, possibly stale) the link with the smallest share m, and every
+/// link within the Python engine's 1e-9 tie rule of m, into `bott`. Returns m, or None
+/// when no link with weight is left. Links with no weight left (<= 0.5) are dropped.
+pub fn next_bottleneck(heap: &mut BinaryHeap<Reverse<Key>>, cap: &[f64], wsum: &[f64],
+                       bott: &mut Vec<u32>) -> Option<f64> {
+    while let Some(Reverse(Key(key, l))) = heap.pop() {
+        let l = l as usize;
+        if wsum[l] <= 0.5 {
+            continue;
+        }
+        let m = cap[l] / wsum[l];
+        if m > key {
+            heap.push(Reverse(Key(m, l as u32)));
+            continue;
+        }
+        let thr = m * (1.0 + 1e-9) + 1e-12;
+        bott.clear();
+        bott.push(l as u32);
+        while let Some(&Reverse(Key(k2, l2))) = heap.peek() {
+            if k2 > thr {
+                break;
+            }
+            heap.pop();
+            let l2 = l2 as usize;
+            if wsum[l2] <= 0.5 {
+                continue;
+            }
+            let a2 = cap[l2] / wsum[l2];
+            if a2 <= thr {
+                bott.push(l2 as u32);
+            } else {
+                heap.push(Reverse(Key(a2, l2 as u32)));
+            }
+        }
+        return Some(m);
+    }
+    None
+}
+
 /// Scratch space of the water-filling, sized to the links.
 pub struct Filler {
     wsum: Vec<f64>,
@@ -513,35 +553,7 @@ impl Filler {
             let l = l as usize;
             self.lheap.push(Reverse(Key(cap[l] / self.wsum[l], l as u32)));
         }
-        while let Some(Reverse(Key(key, l))) = self.lheap.pop() {
-            let l = l as usize;
-            if self.wsum[l] <= 0.5 {
-                continue;
-            }
-            let m = cap[l] / self.wsum[l];
-            if m > key {
-                self.lheap.push(Reverse(Key(m, l as u32)));
-                continue;
-            }
-            let thr = m * (1.0 + 1e-9) + 1e-12;
-            self.bott.clear();
-            self.bott.push(l as u32);
-            while let Some(&Reverse(Key(k2, l2))) = self.lheap.peek() {
-                if k2 > thr {
-                    break;
-                }
-                self.lheap.pop();
-                let l2 = l2 as usize;
-                if self.wsum[l2] <= 0.5 {
-                    continue;
-                }
-                let a2 = cap[l2] / self.wsum[l2];
-                if a2 <= thr {
-                    self.bott.push(l2 as u32);
-                } else {
-                    self.lheap.push(Reverse(Key(a2, l2 as u32)));
-                }
-            }
+        while let Some(m) = next_bottleneck(&mut self.lheap, cap, &self.wsum, &mut self.bott) {
             for bi in 0..self.bott.len() {
                 let lb = self.bott[bi] as usize;
                 let s = self.start[lb] as usize;

@@ -20,6 +20,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use crate::fill::next_bottleneck;
 use crate::model::*;
 
 /// The active flows, one column per field: the two passes of an event read them in
@@ -130,7 +131,7 @@ impl Coflows {
 /// The active paths: flows per path and, per link, the paths crossing it (kept as
 /// flows come and go, so that a fill needs no set-up pass), and the backfill of an
 /// event: max-min per flow over what MADD left, by progressive filling path by path
-/// (a path weighs its number of flows), with `Filler::fill`'s 1e-9 bottleneck tie rule.
+/// (a path weighs its number of flows), bottlenecks found by `fill::next_bottleneck`.
 struct Paths {
     w: usize,
     cnt: Vec<u32>,
@@ -261,35 +262,7 @@ impl Paths {
                 self.heap.push(Reverse(Key(cap[lu] / self.wsum[lu], l)));
             }
         }
-        while let Some(Reverse(Key(key, l))) = self.heap.pop() {
-            let l = l as usize;
-            if self.wsum[l] <= 0.5 {
-                continue;
-            }
-            let m = cap[l] / self.wsum[l];
-            if m > key {
-                self.heap.push(Reverse(Key(m, l as u32)));
-                continue;
-            }
-            let thr = m * (1.0 + 1e-9) + 1e-12;
-            self.bott.clear();
-            self.bott.push(l as u32);
-            while let Some(&Reverse(Key(k2, l2))) = self.heap.peek() {
-                if k2 > thr {
-                    break;
-                }
-                self.heap.pop();
-                let l2 = l2 as usize;
-                if self.wsum[l2] <= 0.5 {
-                    continue;
-                }
-                let a2 = cap[l2] / self.wsum[l2];
-                if a2 <= thr {
-                    self.bott.push(l2 as u32);
-                } else {
-                    self.heap.push(Reverse(Key(a2, l2 as u32)));
-                }
-            }
+        while let Some(m) = next_bottleneck(&mut self.heap, cap, &self.wsum, &mut self.bott) {
             for bi in 0..self.bott.len() {
                 let lb = self.bott[bi] as usize;
                 for k in 0..self.on[lb].len() {
