@@ -154,6 +154,60 @@ fn min_time(xs: &[f64]) -> f64 {
     best
 }
 
+/// Times kept with their minimum per block of 64: a block is scanned again only when
+/// one of its times was set since the last `min`, so finding the next completion
+/// costs the blocks re-timed plus one pass over the blocks' minima, not one pass over
+/// every group (aalo on FB2010 re-times under 2 % of its groups at an event).
+#[derive(Default)]
+pub struct BlockMin {
+    v: Vec<f64>,
+    blk: Vec<f64>,
+    dirty: Vec<bool>,
+    list: Vec<u32>,
+}
+
+impl BlockMin {
+    const B: usize = 64;
+
+    pub fn push(&mut self, x: f64) {
+        self.v.push(x);
+        if self.v.len() > self.blk.len() * Self::B {
+            self.blk.push(f64::INFINITY);
+            self.dirty.push(false);
+        }
+        self.touch(self.v.len() - 1);
+    }
+
+    #[inline]
+    fn touch(&mut self, i: usize) {
+        let b = i / Self::B;
+        if !self.dirty[b] {
+            self.dirty[b] = true;
+            self.list.push(b as u32);
+        }
+    }
+
+    #[inline]
+    pub fn set(&mut self, i: usize, x: f64) {
+        if self.v[i] != x {
+            self.v[i] = x;
+            self.touch(i);
+        }
+    }
+
+    /// The smallest time, inf if none.
+    pub fn min(&mut self) -> f64 {
+        for &b in &self.list {
+            let b = b as usize;
+            let end = ((b + 1) * Self::B).min(self.v.len());
+            self.blk[b] = min_time(&self.v[b * Self::B..end]);
+            self.dirty[b] = false;
+        }
+        self.list.clear();
+        min_time(&self.blk)
+    }
+}
+
 /// A group's live heap top: threshold (in the group's service), tolerance and flow;
 /// threshold inf when the heap holds no live flow, NaN when not known (the top left).
 #[derive(Clone, Copy)]
@@ -260,7 +314,7 @@ pub struct Sim {
     pub rt_list: Vec<u32>,
     /// per group: exact time its top flow completes, and the earliest time it is
     /// within the completion tolerance (inf when idle or not served)
-    pub g_ta: Vec<f64>,
+    pub g_ta: BlockMin,
     pub g_tb: Vec<f64>,
     // levels
     pub lv: Vec<Level>,
@@ -398,7 +452,7 @@ impl Sim {
             free_g: Vec::new(),
             g_rt: Vec::new(),
             rt_list: Vec::new(),
-            g_ta: Vec::new(),
+            g_ta: BlockMin::default(),
             g_tb: Vec::new(),
             lv: Vec::new(),
             lmap: IdMap::default(),
@@ -799,7 +853,7 @@ impl Sim {
         self.g_lpos[g] = NONE;
         self.g_heap[g].clear();
         self.gh[g].rate = 0.0;
-        self.g_ta[g] = f64::INFINITY;
+        self.g_ta.set(g, f64::INFINITY);
         self.g_tb[g] = f64::INFINITY;
         self.free_g.push(g as u32);
         if self.lv[l].groups.is_empty() {
@@ -813,7 +867,7 @@ impl Sim {
     pub fn retime(&mut self, g: usize) {
         if !(self.gh[g].rate > 0.0) {
             // not served: no completion time (stale entries wait for the next re-time)
-            self.g_ta[g] = f64::INFINITY;
+            self.g_ta.set(g, f64::INFINITY);
             self.g_tb[g] = f64::INFINITY;
             return;
         }
@@ -838,7 +892,7 @@ impl Sim {
         } else {
             (f64::INFINITY, f64::INFINITY)
         };
-        self.g_ta[g] = a;
+        self.g_ta.set(g, a);
         self.g_tb[g] = b;
     }
 
@@ -1114,7 +1168,7 @@ impl Sim {
             self.after_fill(t);
             self.flush_retime();
             let t_s = self.next_sched_event(t);
-            let t_c = min_time(&self.g_ta);
+            let t_c = self.g_ta.min();
             let t_rel = rel.peek().map_or(f64::INFINITY, |r| r.0 .0);
             let t_next = t_c.min(t_rel).min(t_s);
             if !t_next.is_finite() {

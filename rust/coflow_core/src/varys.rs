@@ -23,9 +23,9 @@ use std::collections::BinaryHeap;
 use crate::fill::next_bottleneck;
 use crate::model::*;
 
-/// The active flows, one column per field: the two passes of an event read them in
-/// order, and the advancing pass computes each rate again (the same operations on the
-/// same inputs) rather than read it back, as both passes are bound by memory.
+/// The active flows, one column per field, read in order by the two passes of an
+/// event; the advancing pass computes each rate again from the same inputs (the same
+/// value) instead of keeping it between the passes.
 #[derive(Default)]
 struct Active {
     f: Vec<u32>,
