@@ -1093,7 +1093,6 @@ impl Sim {
     /// 1e-12 of the interval or not after `t` (the Python engine's rule).
     fn completions(&mut self, t: f64, t_prev: f64, fin: &mut Vec<u32>) {
         let dt = t - t_prev;
-        let lim_dt = dt * (1.0 + 1e-12);
         let horizon = t + dt * 1e-12 + 1e-9 * (1.0 + t.abs());
         let mut cand: Vec<u32> = Vec::new();
         for (g, &b) in self.g_tb.iter().enumerate() {
@@ -1116,7 +1115,7 @@ impl Sim {
                 let gap = e.thr - s;
                 let tf = (e.thr - sp) / r;
                 let at = self.g_t0[g] + (e.thr - self.g_svc0[g]) / r;
-                if gap <= self.tol(e.f) || tf <= lim_dt || at <= t {
+                if due(gap, self.tol(e.f), tf, at, t_prev, t) {
                     self.g_heap[g].pop();
                     fin.push(e.f);
                     n_done += 1;

@@ -13,6 +13,16 @@ pub const MIB: f64 = 1048576.0;
 pub const TOL_REL: f64 = 1e-12;
 pub const TOL_BYTES: f64 = 1e-6;
 
+/// The Python engine's completion rule (`engine.py` `run`), one home for both loops: at
+/// `t` (previous event `t_prev`) a flow is due when the bytes it has `left` are within
+/// its tolerance `tol`, its finish `tf` after `t_prev` is within 1e-12 of the interval,
+/// or its finish instant `at` is not after `t` (a finish closer than one ulp of t
+/// leaves t where it was).
+#[inline]
+pub fn due(left: f64, tol: f64, tf: f64, at: f64, t_prev: f64, t: f64) -> bool {
+    left <= tol || tf <= (t - t_prev) * (1.0 + 1e-12) || at <= t
+}
+
 /// A heap entry ordered by its value (total order on f64), then by its id.
 #[derive(Clone, Copy, PartialEq)]
 pub struct Key(pub f64, pub u32);

@@ -437,13 +437,11 @@ pub fn run(inp: &Input) -> Result<(Vec<f64>, u64), String> {
         let t_prev = t;
         t = t_next;
         events += 1;
-        // due: within its tolerance, within 1e-12 of the interval, or not after t (a
-        // finish closer than one ulp of t leaves t where it was: without this rule the
-        // loop never ends, as on FB2010 at t = 701.6 s); the others' bytes are summed
-        // per coflow and link for the next event
-        let lim = dt * (1.0 + 1e-12);
-        // a flow with more than rate x `wide` left is due by none of the rules (tf is
-        // then above lim and above t - t_prev plus one ulp of t), so its tf is not needed
+        // due by `model::due`; a flow with more than rate x `wide` left is due by
+        // none of its time rules (tf is then above dt (1 + 1e-12) and above t - t_prev
+        // plus one ulp of t) and one with more than `max_tol` left not by its bytes, so
+        // tf is worked out only for the others. The survivors' bytes are summed per
+        // coflow and link for the next event.
         let wide = dt * (1.0 + 1e-9) + t * 1e-15;
         done.clear();
         gone.clear();
@@ -452,12 +450,11 @@ pub fn run(inp: &Input) -> Result<(Vec<f64>, u64), String> {
             let r = paths.rate[act.path[i] as usize] + old * cf.inv_g[act.slot[i] as usize];
             let rem = old - r * dt;
             act.rem[i] = rem;
-            let due = (rem <= max_tol && rem <= tol(act.f[i] as usize))
-                || (old <= r * wide && {
-                    let tf = if r > 0.0 { old / r } else { f64::INFINITY };
-                    tf <= lim || t_prev + tf <= t
-                });
-            if due {
+            let is_due = (rem <= max_tol || old <= r * wide) && {
+                let tf = if r > 0.0 { old / r } else { f64::INFINITY };
+                due(rem, tol(act.f[i] as usize), tf, t_prev + tf, t_prev, t)
+            };
+            if is_due {
                 gone.push(i as u32);
             } else {
                 for &k in &act.at[i * w..i * w + w] {
