@@ -108,9 +108,8 @@ PAPER: dict[str, tuple[float, str]] = {
     "p95": (1.58, "§IV-A: 'better performance by up 1.58x and 1.72x at 95th percentile'"),
 }
 #: tcp: the port's classes as under stream, nothing marked (every coflow byte in class 7,
-#: one leaf of TCP_LEAF_PKTS); tcp-fifo: the port as
-#: Mininet shapes it without classes (one HTB class, its default 1000-packet leaf; the
-#: background shares it), plain TCP;
+#: one leaf of TCP_LEAF_PKTS); tcp-fifo: the port as Mininet shapes it without classes
+#: (one HTB class, its default 1000-packet leaf; the background shares it), plain TCP;
 #: stream-rto, tcp-rto: stream, tcp with the senders' RTO bounded (Setting.rto_min_us,
 #: rto_max_ms)
 MODES = ("tcp", "tcp-rto", "tcp-fifo", "stream", "stream-rto")
