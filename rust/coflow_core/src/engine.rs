@@ -13,9 +13,10 @@
 //! - a level is filled again only when its groups changed or the capacity left by the
 //!   levels above changed on one of its links (`fill.rs`);
 //! - a group whose rate changed gets a new completion time (the next event is the
-//!   smallest, found by one sequential pass over the groups' times); an
-//!   owner (the entity whose priority its flows inherit) gets its rate changed by the
-//!   difference, and its bytes are kept lazily the same way.
+//!   smallest, and the groups that may complete a flow at it are those whose top flow
+//!   is within tolerance by then; both are read through the times' minima per block,
+//!   `BlockMin`); an owner (the entity whose priority its flows inherit) gets its rate
+//!   changed by the difference, and its bytes are kept lazily the same way.
 //! - a level is a slot holding its groups; groups are found by (slot, path), so a
 //!   slot can change key as a whole (`relabel`): when most of a level's flows change
 //!   queue together (`stream`'s starvation raise and the demotion when the hold ends
@@ -155,9 +156,10 @@ fn min_time(xs: &[f64]) -> f64 {
 }
 
 /// Times kept with their minimum per block of 64: a block is scanned again only when
-/// one of its times was set since the last `min`, so finding the next completion
-/// costs the blocks re-timed plus one pass over the blocks' minima, not one pass over
-/// every group (aalo on FB2010 re-times under 2 % of its groups at an event).
+/// one of its times was set since the last read, so finding the next completion (or
+/// the groups that may be due) costs the blocks re-timed plus one pass over the
+/// blocks' minima, not one pass over every group (aalo on FB2010 re-times under 2 % of
+/// its groups at an event).
 #[derive(Default)]
 pub struct BlockMin {
     v: Vec<f64>,
@@ -195,8 +197,7 @@ impl BlockMin {
         }
     }
 
-    /// The smallest time, inf if none.
-    pub fn min(&mut self) -> f64 {
+    fn refresh(&mut self) {
         for &b in &self.list {
             let b = b as usize;
             let end = ((b + 1) * Self::B).min(self.v.len());
@@ -204,7 +205,27 @@ impl BlockMin {
             self.dirty[b] = false;
         }
         self.list.clear();
+    }
+
+    /// The smallest time, inf if none.
+    pub fn min(&mut self) -> f64 {
+        self.refresh();
         min_time(&self.blk)
+    }
+
+    /// Every index whose time is at most `h`, in increasing order, into `out`.
+    pub fn at_most(&mut self, h: f64, out: &mut Vec<u32>) {
+        self.refresh();
+        for (b, &m) in self.blk.iter().enumerate() {
+            if m <= h {
+                let end = ((b + 1) * Self::B).min(self.v.len());
+                for i in b * Self::B..end {
+                    if self.v[i] <= h {
+                        out.push(i as u32);
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -315,7 +336,7 @@ pub struct Sim {
     /// per group: exact time its top flow completes, and the earliest time it is
     /// within the completion tolerance (inf when idle or not served)
     pub g_ta: BlockMin,
-    pub g_tb: Vec<f64>,
+    pub g_tb: BlockMin,
     // levels
     pub lv: Vec<Level>,
     pub lmap: IdMap<u32>,
@@ -453,7 +474,7 @@ impl Sim {
             g_rt: Vec::new(),
             rt_list: Vec::new(),
             g_ta: BlockMin::default(),
-            g_tb: Vec::new(),
+            g_tb: BlockMin::default(),
             lv: Vec::new(),
             lmap: IdMap::default(),
             lorder: Vec::new(),
@@ -854,7 +875,7 @@ impl Sim {
         self.g_heap[g].clear();
         self.gh[g].rate = 0.0;
         self.g_ta.set(g, f64::INFINITY);
-        self.g_tb[g] = f64::INFINITY;
+        self.g_tb.set(g, f64::INFINITY);
         self.free_g.push(g as u32);
         if self.lv[l].groups.is_empty() {
             self.drop_level(l);
@@ -868,7 +889,7 @@ impl Sim {
         if !(self.gh[g].rate > 0.0) {
             // not served: no completion time (stale entries wait for the next re-time)
             self.g_ta.set(g, f64::INFINITY);
-            self.g_tb[g] = f64::INFINITY;
+            self.g_tb.set(g, f64::INFINITY);
             return;
         }
         if self.g_top[g].thr.is_nan() {
@@ -893,7 +914,7 @@ impl Sim {
             (f64::INFINITY, f64::INFINITY)
         };
         self.g_ta.set(g, a);
-        self.g_tb[g] = b;
+        self.g_tb.set(g, b);
     }
 
     pub fn mark_retime(&mut self, g: usize) {
@@ -1095,11 +1116,7 @@ impl Sim {
         let dt = t - t_prev;
         let horizon = t + dt * 1e-12 + 1e-9 * (1.0 + t.abs());
         let mut cand: Vec<u32> = Vec::new();
-        for (g, &b) in self.g_tb.iter().enumerate() {
-            if b <= horizon {
-                cand.push(g as u32);
-            }
-        }
+        self.g_tb.at_most(horizon, &mut cand);
         for &g in &cand {
             let g = g as usize;
             let r = self.gh[g].rate;
