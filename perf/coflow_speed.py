@@ -13,13 +13,18 @@ trace; the ratio is its wall time over each scheduler's.
 
     .venv/bin/python perf/coflow_speed.py [--policies a,b] [--baseline-coflows N]
                                           [--step 0.01] [--no-baseline] [--timeout S]
-                                          [--coflows N]
+                                          [--coflows N] [--topology T]
 
 ``--coflows N`` runs the schedulers on the first N coflows only (how time, events and
 memory grow with the trace); they are compared, by label, with
 ``perf/data/coflow_cct_prefixN.json`` when it exists (main at 5962740, before the
 level relabelling, for 100 and 200 coflows: stream, stream-oracle, aalo; varys for 100),
 and not compared otherwise.
+
+``--topology fat_tree:k=8`` (any ``parse_topology`` form, 1 Gbit/s links) times the
+schedulers on another fabric (``bench paper-004``'s fat-trees); the references and the
+time-stepped baseline are the big switch's, so there the CCTs are not compared and the
+baseline is not run.
 
 The ratio column needs the baseline on the whole trace (``--baseline-coflows 0``);
 by default it runs on the first 60 coflows beside the event-driven fs on them.
@@ -38,11 +43,12 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from streamband.errors import StreambandError
 from streamband.experiments import paper004
 from streamband.model.fabric import big_switch
 from streamband.shared import shared_dir
 from streamband.sim.coflow.engine import path_table
-from streamband.sim.coflow.run import GBIT, simulate
+from streamband.sim.coflow.run import GBIT, parse_topology, simulate
 from streamband.sim.coflow.sharing import water_fill
 from streamband.sim.coflow.trace import read_trace
 from streamband.sim.coflow.workloads import from_trace
@@ -50,6 +56,7 @@ from streamband.sim.coflow.workloads import from_trace
 ROOT = Path(__file__).resolve().parents[1]
 TRACE = shared_dir().joinpath(*paper004.TRACE)  # $STREAMBAND_SHARED, else ../shared
 REFERENCE = ROOT / "perf" / "data" / "coflow_reference_full.json"
+BIG = "big_switch"
 #: (label, registry name, options, reference entry or None)
 RUNS = [
     ("fs", "fs", {}, "fs"),
@@ -99,14 +106,14 @@ def time_stepped_fs(wl, port_bps: float, dt: float) -> np.ndarray:
     return out - wl.coflow_arrival
 
 
-def _child(i: int, coflows: int = 0) -> None:
+def _child(i: int, coflows: int = 0, topology: str = BIG) -> None:
     import resource
 
     label, name, opts, _ = RUNS[i]
     tr = read_trace(TRACE)
     wl = from_trace(tr.head(coflows) if coflows else tr)
     cpu0 = resource.getrusage(resource.RUSAGE_SELF).ru_utime
-    r = simulate(wl, name, **opts)
+    r = simulate(wl, name, topology, 1.0, **opts)
     s = r.summary()
     print(json.dumps({"wall": r.result.wall_s, "events": r.result.events,
                       "cpu": resource.getrusage(resource.RUSAGE_SELF).ru_utime - cpu0,
@@ -128,7 +135,14 @@ def main() -> None:
                          "not finished)")
     ap.add_argument("--coflows", type=int, default=0,
                     help="run the schedulers on the first N coflows (0: the whole trace)")
+    ap.add_argument("--topology", default=BIG,
+                    help="fabric, 1 Gbit/s links (e.g. fat_tree:k=8); CCTs are compared "
+                         "with the references and the baseline runs on the big switch only")
     a = ap.parse_args()
+    try:
+        big = parse_topology(a.topology).kind == BIG
+    except StreambandError as e:
+        ap.error(str(e))
     want = a.policies.split(",")
     path = REFERENCE if not a.coflows else REFERENCE.with_name(
         f"coflow_cct_prefix{a.coflows}.json")
@@ -140,7 +154,8 @@ def main() -> None:
             continue
         t0 = time.perf_counter()
         try:
-            p = subprocess.run([sys.executable, __file__, "--child", str(i), str(a.coflows)],
+            p = subprocess.run([sys.executable, __file__, "--child", str(i), str(a.coflows),
+                                a.topology],
                                capture_output=True, text=True, timeout=a.timeout)
         except subprocess.TimeoutExpired:
             console.print(f"{label}: not finished after {a.timeout:g} s wall (stopped)",
@@ -153,7 +168,7 @@ def main() -> None:
         diff = "-"
         if a.coflows:  # the prefix references were frozen under today's rules, by label
             refname = label
-        if refname is not None and refname in ref["cct"]:
+        if big and refname is not None and refname in ref["cct"]:
             old, new = np.array(ref["cct"][refname]), np.array(o["cct"])
             rel = np.abs(new - old) / np.abs(old)
             diff = f"{rel.max():.1e} ({int((rel > 1e-9).sum())} > 1e-9)"
@@ -163,7 +178,7 @@ def main() -> None:
                       f"previous engine {diff}", highlight=False)
     base_wall = None
     base_note = ""
-    if not a.no_baseline:
+    if not a.no_baseline and big:
         tr = read_trace(TRACE)
         n = a.baseline_coflows
         wl = from_trace(tr.head(n) if n else tr)
@@ -177,7 +192,9 @@ def main() -> None:
                      f"{ev.cct.mean():.3f} s (x{base_wall / ev.wall_s:.0f})")
         console.print(base_note, highlight=False)
     span = f"first {a.coflows} coflows" if a.coflows else "whole trace"
-    tab = Table(title=f"FB2010, {span}, 150-port 1 Gbit/s (2^30 bit/s) big switch")
+    fabric = ("150-port 1 Gbit/s (2^30 bit/s) big switch" if big
+              else f"{a.topology}, 1 Gbit/s (2^30 bit/s) links")
+    tab = Table(title=f"FB2010, {span}, {fabric}")
     for c in ("scheduler", "events", "wall s", "CPU s", "events/s", "peak RSS MiB", "avg CCT s",
               "vs previous engine (max rel. CCT diff)", "time-stepped / this"):
         tab.add_column(c, justify="right")
@@ -193,7 +210,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "--child":
-        _child(int(sys.argv[2]), int(sys.argv[3]))
+    if len(sys.argv) == 5 and sys.argv[1] == "--child":
+        _child(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
     else:
         main()
