@@ -28,13 +28,14 @@ baraat's (004's claim); when one does not, the per-category averages are in the 
 
 from __future__ import annotations
 
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
 from rich.console import Console
+from rich.progress import Progress
 
 from streamband.errors import OptionError
 from streamband.experiments.base import (
@@ -213,13 +214,18 @@ def bench(trace: Path, full: bool = False, workers: int = 2, n_prefix: int = N_P
     # the longest first (whole trace, large fabrics), so the two workers end together
     order = sorted(tasks, key=lambda t: (t[2] is not None, -("16" in t[5]), t[4] == "fs"))
     done: dict = {}
-    with ProcessPoolExecutor(workers) as ex:
-        for task, summ in ex.map(_one, order):
+    # each run is reported when it ends (the whole-trace fat-tree runs take tens of
+    # minutes each), with how many are done
+    with ProcessPoolExecutor(workers) as ex, Progress(console=console) as prog:
+        bar = prog.add_task(f"{len(order)} simulations, {workers} at a time", total=len(order))
+        for fut in as_completed([ex.submit(_one, t) for t in order]):
+            task, summ = fut.result()
             done[task] = summ
-            console.print(f"  {task[1]} n={task[2] or 'all'} {task[3]} {task[4]} "
-                          f"{dict(task[7]) or ''} {task[5]} {task[6]:g}G: avg CCT "
-                          f"{summ['avg_cct_s']:.3f} s ({summ['wall_s']:.1f} s wall)",
-                          highlight=False)
+            prog.console.print(f"  {task[1]} n={task[2] or 'all'} {task[3]} {task[4]} "
+                               f"{dict(task[7]) or ''} {task[5]} {task[6]:g}G: avg CCT "
+                               f"{summ['avg_cct_s']:.3f} s ({summ['wall_s']:.1f} s wall)",
+                               highlight=False)
+            prog.advance(bar)
     res: dict = {"spec": {"trace": str(trace), "units": UNITS, "queues": 4,
                           "thresholds": "10 MiB x 10^k (Aalo's)",
                           "stream": "alpha 0.5, beta 1, starvation timer 10 ms (004 §IV-A), "
