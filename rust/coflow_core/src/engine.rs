@@ -197,6 +197,7 @@ impl BlockMin {
         }
     }
 
+    /// Recompute the minima of the blocks set since the last read.
     fn refresh(&mut self) {
         for &b in &self.list {
             let b = b as usize;
