@@ -197,12 +197,17 @@ impl BlockMin {
         }
     }
 
+    /// The indices of block `b`.
+    #[inline]
+    fn span(&self, b: usize) -> std::ops::Range<usize> {
+        b * Self::B..((b + 1) * Self::B).min(self.v.len())
+    }
+
     /// Recompute the minima of the blocks set since the last read.
     fn refresh(&mut self) {
         for &b in &self.list {
             let b = b as usize;
-            let end = ((b + 1) * Self::B).min(self.v.len());
-            self.blk[b] = min_time(&self.v[b * Self::B..end]);
+            self.blk[b] = min_time(&self.v[self.span(b)]);
             self.dirty[b] = false;
         }
         self.list.clear();
@@ -219,8 +224,7 @@ impl BlockMin {
         self.refresh();
         for (b, &m) in self.blk.iter().enumerate() {
             if m <= h {
-                let end = ((b + 1) * Self::B).min(self.v.len());
-                for i in b * Self::B..end {
+                for i in self.span(b) {
                     if self.v[i] <= h {
                         out.push(i as u32);
                     }
