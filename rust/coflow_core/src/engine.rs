@@ -103,6 +103,9 @@ pub struct Memo {
     pub inp: Vec<f64>,
     pub out: Vec<f64>,
     pub served: Vec<(u32, f64)>,
+    /// pass 1 (aalo): what the served groups take of each of the level's links (by
+    /// slot), summed by `fill_aalo` into the capacity pass 2 starts from
+    pub usage: Vec<f64>,
 }
 
 impl Level {

@@ -246,7 +246,6 @@ impl Sim {
     fn fill_aalo(&mut self, t: f64) {
         let nc = self.inp.c_rank.len() as u64;
         let kk = self.k as u64;
-        let w = self.inp.width;
         let nl = self.inp.cap.len();
         let order = std::mem::take(&mut self.lorder);
         for l in 0..nl {
@@ -300,15 +299,11 @@ impl Sim {
             self.used[l] = 0.0;
         }
         for &lv in &order {
-            for &(g, r1) in &self.lv[lv as usize].memo[0].served {
-                let g = g as usize;
-                let r = r1 * self.gh[g].n as f64;
-                let p = self.gh[g].path as usize;
-                for &lk in &self.inp.plinks[p * w..p * w + w] {
-                    if lk != NONE {
-                        self.used[lk as usize] += r;
-                    }
-                }
+            // each level's use, summed when its pass-1 fill was made (a replayed fill
+            // uses what it used then)
+            let lvl = &self.lv[lv as usize];
+            for (&lk, &x) in lvl.links.iter().zip(&lvl.memo[0].usage) {
+                self.used[lk as usize] += x;
             }
         }
         // pass 2: the leftovers, strict (queue, rank) order
@@ -389,6 +384,21 @@ impl Sim {
         }
         m.out.clear();
         m.out.extend(self.lv[l].links.iter().map(|&lk| self.resid[lk as usize]));
+        if k == 0 {
+            // what pass 1 takes of each link, for the capacity pass 2 starts from
+            m.usage.clear();
+            m.usage.resize(self.lv[l].links.len(), 0.0);
+            let w = self.inp.width;
+            for &(g, r1) in &m.served {
+                let r = r1 * self.gh[g as usize].n as f64;
+                let p = self.gh[g as usize].path as usize;
+                for &lk in &self.inp.plinks[p * w..p * w + w] {
+                    if lk != NONE {
+                        m.usage[self.lv[l].lslot[lk as usize] as usize] += r;
+                    }
+                }
+            }
+        }
         m.valid = true;
         self.lv[l].memo[k] = m;
         false
