@@ -103,6 +103,9 @@ pub struct Memo {
     pub inp: Vec<f64>,
     pub out: Vec<f64>,
     pub served: Vec<(u32, f64)>,
+    /// per slot, the least capacity above which the fill stays the same (NaN: only
+    /// the same capacity, bit for bit; `fill_memo`)
+    pub need: Vec<f64>,
     /// pass 1 (aalo): what the served groups take of each of the level's links (by
     /// slot), summed by `fill_aalo` into the capacity pass 2 starts from
     pub usage: Vec<f64>,
@@ -403,6 +406,8 @@ pub struct Sim {
     pub resid: Vec<f64>,
     pub wsum: Vec<f64>,
     pub filler: Filler,
+    /// scratch flag per link, false between uses
+    pub mark: Vec<bool>,
     pub qmask: Vec<u32>,
     pub used: Vec<f64>,
     pub rate1: Vec<f64>,
@@ -532,6 +537,7 @@ impl Sim {
             resid: vec![0.0; nl],
             wsum: vec![0.0; nl],
             filler: Filler::new(nl),
+            mark: vec![false; nl],
             qmask: vec![0; nl],
             used: vec![0.0; nl],
             rate1: Vec::new(),

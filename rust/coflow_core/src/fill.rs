@@ -356,17 +356,26 @@ impl Sim {
     }
 
     /// Fill level `l` in pass `k` within `self.resid` (reduced in place), or replay its
-    /// last fill in that pass when its groups and the capacity left on its links are
-    /// the same (bit for bit): the fill is a function of exactly those, so the replay
-    /// gives what a fill would (SimGrid's selective update, per level).
+    /// last fill in that pass when its groups are the same and so is the capacity left
+    /// on its bottleneck links (bit for bit), while every other link of the level
+    /// still has more than the fill took of it (`Memo::need`). A progressive filling
+    /// is decided by its bottlenecks: a link that stays slack by more than the 1e-9 tie
+    /// rule is never picked, so the replay gives the rates a fill would (SimGrid's
+    /// selective update, per level).
     fn fill_memo(&mut self, l: usize, k: usize) -> bool {
         let lvl = &self.lv[l];
         let m = &lvl.memo[k];
         if m.valid
-            && lvl.links.iter().zip(&m.inp).all(|(&lk, &x)| self.resid[lk as usize].to_bits() == x.to_bits())
+            && lvl.links.iter().zip(&m.inp).zip(&m.need).all(|((&lk, &x), &need)| {
+                let y = self.resid[lk as usize];
+                if need.is_nan() { y.to_bits() == x.to_bits() } else { y > need }
+            })
         {
-            for (&lk, &x) in lvl.links.iter().zip(&m.out) {
-                self.resid[lk as usize] = x;
+            for (s, &lk) in lvl.links.iter().enumerate() {
+                let y = self.resid[lk as usize];
+                // a slack link keeps what it had left, less what the level takes
+                self.resid[lk as usize] =
+                    if y.to_bits() == m.inp[s].to_bits() { m.out[s] } else { y - (m.inp[s] - m.out[s]) };
             }
             return true;
         }
@@ -384,6 +393,27 @@ impl Sim {
         }
         m.out.clear();
         m.out.extend(self.lv[l].links.iter().map(|&lk| self.resid[lk as usize]));
+        // what each link may bring next time for the replay to hold: a bottleneck of
+        // this fill (or a link with nothing left) the same capacity, bit for bit; a
+        // slack link more than the level takes of it by a margin above the 1e-9
+        // bottleneck tie rule and the snap to zero, so that it never becomes a
+        // bottleneck (the fill is decided by its bottlenecks alone)
+        m.need.clear();
+        for &lk in &self.filler.bott_all {
+            self.mark[lk as usize] = true;
+        }
+        for (s, &lk) in self.lv[l].links.iter().enumerate() {
+            let x = m.inp[s];
+            if self.mark[lk as usize] || !(x > 0.0) {
+                m.need.push(f64::NAN);
+            } else {
+                let used = x - m.out[s];
+                m.need.push(used + 2.0 * SNAP + 1e-8 * used + 1e-10 * self.lv[l].lw[s]);
+            }
+        }
+        for &lk in &self.filler.bott_all {
+            self.mark[lk as usize] = false;
+        }
         if k == 0 {
             // what pass 1 takes of each link, for the capacity pass 2 starts from
             m.usage.clear();
@@ -475,6 +505,8 @@ pub struct Filler {
     fixed: Vec<bool>,
     lheap: BinaryHeap<Reverse<Key>>,
     bott: Vec<u32>,
+    /// every link that was a bottleneck in the last fill
+    pub bott_all: Vec<u32>,
 }
 
 impl Filler {
@@ -490,6 +522,7 @@ impl Filler {
             fixed: Vec::new(),
             lheap: BinaryHeap::new(),
             bott: Vec::new(),
+            bott_all: Vec::new(),
         }
     }
 
@@ -513,6 +546,7 @@ impl Filler {
         let w = width;
         self.touched.clear();
         self.cand.clear();
+        self.bott_all.clear();
         for &i in items {
             let p = path(i) as usize;
             let ls = &plinks[p * w..p * w + w];
@@ -564,6 +598,7 @@ impl Filler {
             self.lheap.push(Reverse(Key(cap[l] / self.wsum[l], l as u32)));
         }
         while let Some(m) = next_bottleneck(&mut self.lheap, cap, &self.wsum, &mut self.bott) {
+            self.bott_all.extend_from_slice(&self.bott);
             for bi in 0..self.bott.len() {
                 let lb = self.bott[bi] as usize;
                 let s = self.start[lb] as usize;
