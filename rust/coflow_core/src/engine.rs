@@ -106,8 +106,11 @@ pub struct Memo {
     /// per slot, the least capacity above which the fill stays the same (NaN: only
     /// the same capacity, bit for bit; `fill_memo`)
     pub need: Vec<f64>,
-    /// pass 1 (aalo): what the served groups take of each of the level's links (by
-    /// slot), summed by `fill_aalo` into the capacity pass 2 starts from
+    /// the groups the fill was given (`served_groups`), and its set-up
+    pub cand: Vec<u32>,
+    pub setup: crate::fill::Setup,
+    /// pass 1 (aalo): what the fill took of each of the level's links (by slot,
+    /// `inp - out`), summed by `fill_aalo` into the capacity pass 2 starts from
     pub usage: Vec<f64>,
 }
 

@@ -186,16 +186,6 @@ impl Sim {
         }
     }
 
-    /// Max-min fair rates of `groups` (weight = flows) within the capacity in
-    /// `self.used` (a working copy, when `work`) or `self.resid`, reduced in place;
-    /// written to `fill_out`.
-    pub fn water_fill(&mut self, groups: &[u32], work: bool) {
-        let cap: &mut Vec<f64> = if work { &mut self.used } else { &mut self.resid };
-        let gh = &self.gh;
-        self.filler.fill(&self.inp.plinks, self.inp.width, groups, |g| gh[g as usize].path,
-                         |g| gh[g as usize].n as f64, cap, &mut self.fill_out);
-    }
-
     /// `fs-static`: each group gets the smallest `cap_l / flows on l` over its links.
     fn fill_static(&mut self, t: f64) {
         let w = self.inp.width;
@@ -380,12 +370,28 @@ impl Sim {
             return true;
         }
         let mut m = std::mem::take(&mut self.lv[l].memo[k]);
+        // the same groups with nothing left on the same links: the same items, so
+        // the kept set-up serves again (only the capacities differ)
+        let same = m.valid
+            && self.lv[l].links.iter().zip(&m.inp).all(|(&lk, &x)| (self.resid[lk as usize] > 0.0) == (x > 0.0));
         m.inp.clear();
         m.inp.extend(self.lv[l].links.iter().map(|&lk| self.resid[lk as usize]));
-        let cand = self.served_groups(l);
-        self.water_fill(&cand, false);
+        let (pl, w, gh) = (&self.inp.plinks, self.inp.width, &self.gh);
+        let path = |g: u32| gh[g as usize].path;
+        let weight = |g: u32| gh[g as usize].n as f64;
+        if same {
+            for &g in &m.cand {
+                self.fill_out[g as usize] = 0.0;
+            }
+            self.filler.load(&m.setup);
+        } else {
+            m.cand = self.served_groups(l);
+            self.filler.prepare(pl, w, &m.cand, path, weight, &self.resid, &mut self.fill_out);
+            self.filler.save(&mut m.setup);
+        }
+        self.filler.solve(pl, w, path, weight, &mut self.resid, &mut self.fill_out);
         m.served.clear();
-        for &g in &cand {
+        for &g in &m.cand {
             let r = self.fill_out[g as usize];
             if r > 0.0 {
                 m.served.push((g, r));
@@ -417,17 +423,7 @@ impl Sim {
         if k == 0 {
             // what pass 1 takes of each link, for the capacity pass 2 starts from
             m.usage.clear();
-            m.usage.resize(self.lv[l].links.len(), 0.0);
-            let w = self.inp.width;
-            for &(g, r1) in &m.served {
-                let r = r1 * self.gh[g as usize].n as f64;
-                let p = self.gh[g as usize].path as usize;
-                for &lk in &self.inp.plinks[p * w..p * w + w] {
-                    if lk != NONE {
-                        m.usage[self.lv[l].lslot[lk as usize] as usize] += r;
-                    }
-                }
-            }
+            m.usage.extend(m.inp.iter().zip(&m.out).map(|(&x, &y)| x - y));
         }
         m.valid = true;
         self.lv[l].memo[k] = m;
@@ -493,7 +489,13 @@ pub fn next_bottleneck(heap: &mut BinaryHeap<Reverse<Key>>, cap: &[f64], wsum: &
     None
 }
 
-/// Scratch space of the water-filling, sized to the links.
+/// Max-min fair rate per unit of weight of every item (progressive filling, 004 "FS",
+/// with the Python engine's 1e-9 bottleneck tie rule), in two steps: `prepare` (or
+/// `load`, from a kept `Setup`) and `solve`. `plinks`: link ids per path, `width`
+/// per row, NONE = padding; item `i` takes path `path(i)` with weight `weight(i)`;
+/// `cap` is the capacity left per link, reduced in place by what the items take; the
+/// rate of item `i` is written to `out[i]` (0 for an item crossing a link with
+/// nothing left). The struct is the scratch space, sized to the links.
 pub struct Filler {
     wsum: Vec<f64>,
     deg: Vec<u32>,
@@ -526,27 +528,22 @@ impl Filler {
         }
     }
 
-    /// Max-min fair rate per unit of weight of every item (progressive filling, 004
-    /// "FS", with the Python engine's 1e-9 bottleneck tie rule). `plinks`: link ids
-    /// per path, `width` per row, NONE = padding; item `i` takes path `path(i)` with
-    /// weight `weight(i)`; `cap` is the capacity left per link, reduced in place by
-    /// what the items take; the rate of item `i` is written to `out[i]` (0 for an
-    /// item crossing a link with nothing left).
+    /// The fill's set-up: the items that cross no link with nothing left, the weight
+    /// on each link they cross and, per link, the items crossing it.
     #[allow(clippy::too_many_arguments)]
-    pub fn fill(
+    pub fn prepare(
         &mut self,
         plinks: &[u32],
         width: usize,
         items: &[u32],
         path: impl Fn(u32) -> u32,
         weight: impl Fn(u32) -> f64,
-        cap: &mut [f64],
+        cap: &[f64],
         out: &mut [f64],
     ) {
         let w = width;
         self.touched.clear();
         self.cand.clear();
-        self.bott_all.clear();
         for &i in items {
             let p = path(i) as usize;
             let ls = &plinks[p * w..p * w + w];
@@ -568,9 +565,6 @@ impl Filler {
             }
             self.cand.push(i);
         }
-        if self.cand.is_empty() {
-            return;
-        }
         let mut pos = 0u32;
         for &l in &self.touched {
             self.start[l as usize] = pos;
@@ -578,12 +572,8 @@ impl Filler {
             pos += self.deg[l as usize];
         }
         self.adj.resize(pos as usize, 0);
-        if self.fixed.len() < out.len() {
-            self.fixed.resize(out.len(), false);
-        }
         for &i in &self.cand {
             let p = path(i) as usize;
-            self.fixed[i as usize] = false;
             for &l in &plinks[p * w..p * w + w] {
                 if l != NONE {
                     let cu = &mut self.cur[l as usize];
@@ -591,6 +581,56 @@ impl Filler {
                     *cu += 1;
                 }
             }
+        }
+    }
+
+    /// Keep the set-up of the last fill in `s` (before `solve` clears it).
+    pub fn save(&self, s: &mut Setup) {
+        s.touched.clone_from(&self.touched);
+        s.wsum.clear();
+        s.wsum.extend(self.touched.iter().map(|&l| self.wsum[l as usize]));
+        s.deg.clear();
+        s.deg.extend(self.touched.iter().map(|&l| self.deg[l as usize]));
+        s.adj.clone_from(&self.adj);
+        s.cand.clone_from(&self.cand);
+    }
+
+    /// Take back a kept set-up, for `solve` under other capacities; these must have
+    /// nothing left on the same links as when it was made (the same items excluded).
+    pub fn load(&mut self, s: &Setup) {
+        self.touched.clone_from(&s.touched);
+        let mut pos = 0u32;
+        for (j, &l) in s.touched.iter().enumerate() {
+            let l = l as usize;
+            self.wsum[l] = s.wsum[j];
+            self.deg[l] = s.deg[j];
+            self.start[l] = pos;
+            pos += s.deg[j];
+        }
+        self.adj.clone_from(&s.adj);
+        self.cand.clone_from(&s.cand);
+    }
+
+    /// The progressive filling over the prepared items; clears the per-link weights.
+    pub fn solve(
+        &mut self,
+        plinks: &[u32],
+        width: usize,
+        path: impl Fn(u32) -> u32,
+        weight: impl Fn(u32) -> f64,
+        cap: &mut [f64],
+        out: &mut [f64],
+    ) {
+        let w = width;
+        self.bott_all.clear();
+        if self.cand.is_empty() {
+            return;
+        }
+        if self.fixed.len() < out.len() {
+            self.fixed.resize(out.len(), false);
+        }
+        for &i in &self.cand {
+            self.fixed[i as usize] = false;
         }
         self.lheap.clear();
         for &l in &self.touched {
@@ -629,4 +669,16 @@ impl Filler {
             self.deg[l as usize] = 0;
         }
     }
+}
+
+/// A fill's set-up kept between fills of the same items (`Filler::save`, `load`):
+/// the links touched with their weight and number of items, the items per link
+/// (in the links' order), and the items filled.
+#[derive(Default)]
+pub struct Setup {
+    touched: Vec<u32>,
+    wsum: Vec<f64>,
+    deg: Vec<u32>,
+    adj: Vec<u32>,
+    cand: Vec<u32>,
 }
