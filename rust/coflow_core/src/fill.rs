@@ -383,13 +383,13 @@ impl Sim {
             for &g in &m.cand {
                 self.fill_out[g as usize] = 0.0;
             }
-            self.filler.load(&m.setup);
+            self.filler.load(&mut m.setup);
         } else {
             m.cand = self.served_groups(l);
             self.filler.prepare(pl, w, &m.cand, path, weight, &self.resid, &mut self.fill_out);
-            self.filler.save(&mut m.setup);
         }
-        self.filler.solve(pl, w, path, weight, &mut self.resid, &mut self.fill_out);
+        self.filler.solve(w, &mut self.resid, &mut self.fill_out);
+        self.filler.keep(&mut m.setup);
         m.served.clear();
         for &g in &m.cand {
             let r = self.fill_out[g as usize];
@@ -491,7 +491,7 @@ pub fn next_bottleneck(heap: &mut BinaryHeap<Reverse<Key>>, cap: &[f64], wsum: &
 
 /// Max-min fair rate per unit of weight of every item (progressive filling, 004 "FS",
 /// with the Python engine's 1e-9 bottleneck tie rule), in two steps: `prepare` (or
-/// `load`, from a kept `Setup`) and `solve`. `plinks`: link ids per path, `width`
+/// `load`, a `Setup` kept by `keep`) and `solve`. `plinks`: link ids per path, `width`
 /// per row, NONE = padding; item `i` takes path `path(i)` with weight `weight(i)`;
 /// `cap` is the capacity left per link, reduced in place by what the items take; the
 /// rate of item `i` is written to `out[i]` (0 for an item crossing a link with
@@ -501,14 +501,28 @@ pub struct Filler {
     deg: Vec<u32>,
     start: Vec<u32>,
     cur: Vec<u32>,
-    touched: Vec<u32>,
-    adj: Vec<u32>,
-    cand: Vec<u32>,
+    s: Setup,
+    /// per item of the set-up, whether its rate is fixed
     fixed: Vec<bool>,
     lheap: BinaryHeap<Reverse<Key>>,
     bott: Vec<u32>,
     /// every link that was a bottleneck in the last fill
     pub bott_all: Vec<u32>,
+}
+
+/// A fill's set-up, kept between fills of the same items under other capacities: the
+/// items filled with their links (`width` per item) and weights, the links they touch
+/// with the weight and number of items on each, and per touched link (in that order)
+/// the items crossing it, as indices into the items.
+#[derive(Default)]
+pub struct Setup {
+    cand: Vec<u32>,
+    links: Vec<u32>,
+    w: Vec<f64>,
+    touched: Vec<u32>,
+    twsum: Vec<f64>,
+    tdeg: Vec<u32>,
+    adj: Vec<u32>,
 }
 
 impl Filler {
@@ -518,9 +532,7 @@ impl Filler {
             deg: vec![0; n_links],
             start: vec![0; n_links],
             cur: vec![0; n_links],
-            touched: Vec::new(),
-            adj: Vec::new(),
-            cand: Vec::new(),
+            s: Setup::default(),
             fixed: Vec::new(),
             lheap: BinaryHeap::new(),
             bott: Vec::new(),
@@ -528,8 +540,9 @@ impl Filler {
         }
     }
 
-    /// The fill's set-up: the items that cross no link with nothing left, the weight
-    /// on each link they cross and, per link, the items crossing it.
+    /// Set up a fill of `items`: those that cross no link with nothing left (the
+    /// others get 0 in `out`), the weight on each link they cross and, per link, the
+    /// items crossing it.
     #[allow(clippy::too_many_arguments)]
     pub fn prepare(
         &mut self,
@@ -542,8 +555,11 @@ impl Filler {
         out: &mut [f64],
     ) {
         let w = width;
-        self.touched.clear();
-        self.cand.clear();
+        let s = &mut self.s;
+        s.cand.clear();
+        s.links.clear();
+        s.w.clear();
+        s.touched.clear();
         for &i in items {
             let p = path(i) as usize;
             let ls = &plinks[p * w..p * w + w];
@@ -558,100 +574,85 @@ impl Filler {
                 }
                 let l = l as usize;
                 if self.deg[l] == 0 {
-                    self.touched.push(l as u32);
+                    s.touched.push(l as u32);
                 }
                 self.wsum[l] += c;
                 self.deg[l] += 1;
             }
-            self.cand.push(i);
+            s.cand.push(i);
+            s.links.extend_from_slice(ls);
+            s.w.push(c);
         }
         let mut pos = 0u32;
-        for &l in &self.touched {
-            self.start[l as usize] = pos;
-            self.cur[l as usize] = pos;
-            pos += self.deg[l as usize];
+        s.twsum.clear();
+        s.tdeg.clear();
+        for &l in &s.touched {
+            let l = l as usize;
+            self.start[l] = pos;
+            self.cur[l] = pos;
+            pos += self.deg[l];
+            s.twsum.push(self.wsum[l]);
+            s.tdeg.push(self.deg[l]);
         }
-        self.adj.resize(pos as usize, 0);
-        for &i in &self.cand {
-            let p = path(i) as usize;
-            for &l in &plinks[p * w..p * w + w] {
+        s.adj.resize(pos as usize, 0);
+        for (j, ls) in s.links.chunks_exact(w).enumerate() {
+            for &l in ls {
                 if l != NONE {
                     let cu = &mut self.cur[l as usize];
-                    self.adj[*cu as usize] = i;
+                    s.adj[*cu as usize] = j as u32;
                     *cu += 1;
                 }
             }
         }
     }
 
-    /// Keep the set-up of the last fill in `s` (before `solve` clears it).
-    pub fn save(&self, s: &mut Setup) {
-        s.touched.clone_from(&self.touched);
-        s.wsum.clear();
-        s.wsum.extend(self.touched.iter().map(|&l| self.wsum[l as usize]));
-        s.deg.clear();
-        s.deg.extend(self.touched.iter().map(|&l| self.deg[l as usize]));
-        s.adj.clone_from(&self.adj);
-        s.cand.clone_from(&self.cand);
+    /// Take a kept set-up (`keep`) for `solve` under other capacities; these must have
+    /// nothing left on the same links as when it was made (the same items excluded).
+    pub fn load(&mut self, s: &mut Setup) {
+        std::mem::swap(&mut self.s, s);
+        let mut pos = 0u32;
+        for (j, &l) in self.s.touched.iter().enumerate() {
+            let l = l as usize;
+            self.wsum[l] = self.s.twsum[j];
+            self.deg[l] = self.s.tdeg[j];
+            self.start[l] = pos;
+            pos += self.s.tdeg[j];
+        }
     }
 
-    /// Take back a kept set-up, for `solve` under other capacities; these must have
-    /// nothing left on the same links as when it was made (the same items excluded).
-    pub fn load(&mut self, s: &Setup) {
-        self.touched.clone_from(&s.touched);
-        let mut pos = 0u32;
-        for (j, &l) in s.touched.iter().enumerate() {
-            let l = l as usize;
-            self.wsum[l] = s.wsum[j];
-            self.deg[l] = s.deg[j];
-            self.start[l] = pos;
-            pos += s.deg[j];
-        }
-        self.adj.clone_from(&s.adj);
-        self.cand.clone_from(&s.cand);
+    /// Give the set-up of the last fill to `s` (for `load`), taking `s`'s buffers.
+    pub fn keep(&mut self, s: &mut Setup) {
+        std::mem::swap(&mut self.s, s);
     }
 
     /// The progressive filling over the prepared items; clears the per-link weights.
-    pub fn solve(
-        &mut self,
-        plinks: &[u32],
-        width: usize,
-        path: impl Fn(u32) -> u32,
-        weight: impl Fn(u32) -> f64,
-        cap: &mut [f64],
-        out: &mut [f64],
-    ) {
+    pub fn solve(&mut self, width: usize, cap: &mut [f64], out: &mut [f64]) {
         let w = width;
+        let s = &self.s;
         self.bott_all.clear();
-        if self.cand.is_empty() {
+        if s.cand.is_empty() {
             return;
         }
-        if self.fixed.len() < out.len() {
-            self.fixed.resize(out.len(), false);
-        }
-        for &i in &self.cand {
-            self.fixed[i as usize] = false;
-        }
+        self.fixed.clear();
+        self.fixed.resize(s.cand.len(), false);
         self.lheap.clear();
-        for &l in &self.touched {
+        for &l in &s.touched {
             let l = l as usize;
             self.lheap.push(Reverse(Key(cap[l] / self.wsum[l], l as u32)));
         }
         while let Some(m) = next_bottleneck(&mut self.lheap, cap, &self.wsum, &mut self.bott) {
             self.bott_all.extend_from_slice(&self.bott);
-            for bi in 0..self.bott.len() {
-                let lb = self.bott[bi] as usize;
-                let s = self.start[lb] as usize;
-                for idx in s..s + self.deg[lb] as usize {
-                    let i = self.adj[idx];
-                    if self.fixed[i as usize] {
+            for &lb in &self.bott {
+                let st = self.start[lb as usize] as usize;
+                for &j in &s.adj[st..st + self.deg[lb as usize] as usize] {
+                    let j = j as usize;
+                    if self.fixed[j] {
                         continue;
                     }
-                    self.fixed[i as usize] = true;
-                    out[i as usize] = m;
-                    let c = weight(i);
-                    let p = path(i) as usize;
-                    for &l3 in &plinks[p * w..p * w + w] {
+                    self.fixed[j] = true;
+                    out[s.cand[j] as usize] = m;
+                    let c = s.w[j];
+                    for &l3 in &s.links[j * w..j * w + w] {
                         if l3 != NONE {
                             let l3 = l3 as usize;
                             cap[l3] -= m * c;
@@ -664,21 +665,9 @@ impl Filler {
                 }
             }
         }
-        for &l in &self.touched {
+        for &l in &s.touched {
             self.wsum[l as usize] = 0.0;
             self.deg[l as usize] = 0;
         }
     }
-}
-
-/// A fill's set-up kept between fills of the same items (`Filler::save`, `load`):
-/// the links touched with their weight and number of items, the items per link
-/// (in the links' order), and the items filled.
-#[derive(Default)]
-pub struct Setup {
-    touched: Vec<u32>,
-    wsum: Vec<f64>,
-    deg: Vec<u32>,
-    adj: Vec<u32>,
-    cand: Vec<u32>,
 }
