@@ -106,9 +106,11 @@ pub struct Memo {
     /// per slot, the least capacity above which the fill stays the same (NaN: only
     /// the same capacity, bit for bit; `fill_memo`)
     pub need: Vec<f64>,
-    /// the groups the fill was given (`served_groups`), and its set-up
-    pub cand: Vec<u32>,
+    /// the fill's set-up
     pub setup: crate::fill::Setup,
+    /// the set-up is for the level's groups as they are: none came or changed its
+    /// flows since, and none went but those taken out of it (`Setup::remove`)
+    pub setup_ok: bool,
     /// pass 1 (aalo): what the fill took of each of the level's links (by slot,
     /// `inp - out`), summed by `fill_aalo` into the capacity pass 2 starts from
     pub usage: Vec<f64>,
@@ -414,6 +416,8 @@ pub struct Sim {
     pub qmask: Vec<u32>,
     pub used: Vec<f64>,
     pub rate1: Vec<f64>,
+    /// aalo: per group and pass, its index among the items of its level's set-up
+    pub g_sj: Vec<u32>,
     /// per link, whether it ends some path (a receiver's link); per path, its last link
     pub is_last: Vec<bool>,
     pub path_last: Vec<u32>,
@@ -544,6 +548,7 @@ impl Sim {
             qmask: vec![0; nl],
             used: vec![0.0; nl],
             rate1: Vec::new(),
+            g_sj: Vec::new(),
             is_last: vec![false; nl],
             path_last: Vec::new(),
             work: vec![0.0; nl],
@@ -742,6 +747,8 @@ impl Sim {
         let w = self.inp.width;
         let p = self.gh[g].path as usize;
         let lvl = &mut self.lv[self.gh[g].lvl as usize];
+        lvl.memo[0].setup_ok = false;
+        lvl.memo[1].setup_ok = false;
         for j in 0..w {
             let lk = self.inp.plinks[p * w + j];
             if lk == NONE {
@@ -769,6 +776,16 @@ impl Sim {
         let p = self.gh[g].path as usize;
         let l = self.gh[g].lvl as usize;
         let key = self.lv[l].key;
+        for k in 0..2 {
+            let lvl = &mut self.lv[l];
+            if lvl.memo[k].setup_ok {
+                let slots = self.inp.plinks[p * w..p * w + w]
+                    .iter()
+                    .filter(|&&lk| lk != NONE)
+                    .map(|&lk| lvl.lslot[lk as usize] as usize);
+                lvl.memo[k].setup.remove(self.g_sj[2 * g + k] as usize, g as u32, slots);
+            }
+        }
         for j in 0..w {
             let lk = self.inp.plinks[p * w + j];
             if lk == NONE {
@@ -786,7 +803,9 @@ impl Sim {
                 self.g_adjpos[g2 * w + j2] = pos as u32;
             }
             if list.is_empty() {
-                // no group of this level crosses the link any more
+                // no group of this level crosses the link any more (the slots move)
+                lvl.memo[0].setup_ok = false;
+                lvl.memo[1].setup_ok = false;
                 let last = lvl.links.len() - 1;
                 lvl.links.swap_remove(slot);
                 lvl.lgroups.swap_remove(slot);
@@ -824,6 +843,12 @@ impl Sim {
                 self.mark_link(lk, key);
             }
         }
+        if self.gh[g].n > 0 {
+            // (a group left with no flows is dropped next, and taken out of the
+            // set-ups then)
+            self.lv[l].memo[0].setup_ok = false;
+            self.lv[l].memo[1].setup_ok = false;
+        }
     }
 
     /// Group (level `key`, `path`), made if absent. Groups are found by their level's
@@ -848,6 +873,7 @@ impl Sim {
                 self.g_lpos.push(NONE);
                 self.g_rt.push(false);
                 self.rate1.push(0.0);
+                self.g_sj.extend([NONE, NONE]);
                 self.g_ta.push(f64::INFINITY);
                 self.g_tb.push(f64::INFINITY);
                 self.g_adjpos.extend(std::iter::repeat_n(NONE, self.inp.width));

@@ -371,8 +371,9 @@ impl Sim {
         }
         let mut m = std::mem::take(&mut self.lv[l].memo[k]);
         // the same groups with nothing left on the same links: the same items, so
-        // the kept set-up serves again (only the capacities differ)
-        let same = m.valid
+        // the kept set-up serves again (only the capacities differ, and groups that
+        // went are taken out of it)
+        let same = m.setup_ok
             && self.lv[l].links.iter().zip(&m.inp).all(|(&lk, &x)| (self.resid[lk as usize] > 0.0) == (x > 0.0));
         m.inp.clear();
         m.inp.extend(self.lv[l].links.iter().map(|&lk| self.resid[lk as usize]));
@@ -380,23 +381,27 @@ impl Sim {
         let path = |g: u32| gh[g as usize].path;
         let weight = |g: u32| gh[g as usize].n as f64;
         if same {
-            for &g in &m.cand {
-                self.fill_out[g as usize] = 0.0;
-            }
             self.filler.load(&mut m.setup);
         } else {
-            m.cand = self.served_groups(l);
-            self.filler.prepare(pl, w, &m.cand, path, weight, &self.resid, &mut self.fill_out);
-        }
-        self.filler.solve(w, &mut self.resid, &mut self.fill_out);
-        self.filler.keep(&mut m.setup);
-        m.served.clear();
-        for &g in &m.cand {
-            let r = self.fill_out[g as usize];
-            if r > 0.0 {
-                m.served.push((g, r));
+            let cand = self.served_groups(l);
+            self.filler.prepare(pl, w, &cand, path, weight, &self.resid, &mut self.fill_out);
+            self.filler.index_slots(&self.lv[l].links);
+            for (j, &g) in self.filler.items().iter().enumerate() {
+                self.g_sj[2 * g as usize + k] = j as u32;
             }
         }
+        self.filler.solve(w, &mut self.resid, &mut self.fill_out);
+        m.served.clear();
+        for &g in self.filler.items() {
+            if g != NONE {
+                let r = self.fill_out[g as usize];
+                if r > 0.0 {
+                    m.served.push((g, r));
+                }
+            }
+        }
+        self.filler.keep(&mut m.setup);
+        m.setup_ok = true;
         m.out.clear();
         m.out.extend(self.lv[l].links.iter().map(|&lk| self.resid[lk as usize]));
         // what each link may bring next time for the replay to hold: a bottleneck of
@@ -523,6 +528,28 @@ pub struct Setup {
     twsum: Vec<f64>,
     tdeg: Vec<u32>,
     adj: Vec<u32>,
+    /// per slot of the level (`Level::links`), the link's index in `touched` or NONE
+    tpos: Vec<u32>,
+}
+
+impl Setup {
+    /// Take group `g` (item `j`, crossing the level's `slots`) out of the set-up:
+    /// it is skipped, and its weight leaves its links. Nothing if `g` is not item `j`
+    /// (not filled: it crosses a link with nothing left, or is not served). Weights
+    /// are whole flows, so the sums are those a new set-up would make, and the other
+    /// items keep their order.
+    pub fn remove(&mut self, j: usize, g: u32, slots: impl Iterator<Item = usize>) {
+        if self.cand.get(j) != Some(&g) {
+            return;
+        }
+        self.cand[j] = NONE;
+        for s in slots {
+            let i = self.tpos[s];
+            if i != NONE {
+                self.twsum[i as usize] -= self.w[j];
+            }
+        }
+    }
 }
 
 impl Filler {
@@ -606,6 +633,23 @@ impl Filler {
         }
     }
 
+    /// Note, per slot of the level (`links`: its links by slot), where the link is
+    /// among the touched ones (for `Setup::remove`); after `prepare`.
+    pub fn index_slots(&mut self, links: &[u32]) {
+        for (i, &l) in self.s.touched.iter().enumerate() {
+            self.cur[l as usize] = i as u32;
+        }
+        self.s.tpos.clear();
+        for &l in links {
+            self.s.tpos.push(if self.deg[l as usize] > 0 { self.cur[l as usize] } else { NONE });
+        }
+    }
+
+    /// The items of the current set-up (NONE: taken out).
+    pub fn items(&self) -> &[u32] {
+        &self.s.cand
+    }
+
     /// Take a kept set-up (`keep`) for `solve` under other capacities; these must have
     /// nothing left on the same links as when it was made (the same items excluded).
     pub fn load(&mut self, s: &mut Setup) {
@@ -634,7 +678,7 @@ impl Filler {
             return;
         }
         self.fixed.clear();
-        self.fixed.resize(s.cand.len(), false);
+        self.fixed.extend(s.cand.iter().map(|&i| i == NONE));
         self.lheap.clear();
         for &l in &s.touched {
             let l = l as usize;
