@@ -9,7 +9,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::engine::{Level, Sim};
+use crate::engine::{add_compensated, prefetch, Level, Sim, AHEAD};
 use crate::model::*;
 
 impl Sim {
@@ -51,16 +51,22 @@ impl Sim {
                 self.resid[lk as usize] = if r < SNAP { 0.0 } else { r };
             }
         }
-        for &g in &changed {
+        for (i, &g) in changed.iter().enumerate() {
+            if let Some(&h) = changed.get(i + AHEAD) {
+                self.prefetch_group(h as usize);
+            }
             let g = g as usize;
             self.set_rate(g, self.gh[g].new, t);
         }
     }
 
     /// Group `g`'s rate at this fill is `r`: its level's use follows now (for the
-    /// levels below), its own rate after every level is filled.
+    /// levels below), its own rate after every level is filled. The use of link
+    /// `held` (a bottleneck whose groups are being fixed, NONE: none) is added to `u`,
+    /// which the caller keeps in registers and stores after its last group (the same
+    /// operations in the same order as through the level's slot).
     #[inline]
-    fn fix(&mut self, g: usize, r: f64, changed: &mut Vec<u32>) {
+    fn fix(&mut self, g: usize, r: f64, changed: &mut Vec<u32>, held: u32, u: &mut (f64, f64)) {
         self.gh[g].epoch = self.epoch;
         self.gh[g].new = r;
         let old = self.gh[g].rate;
@@ -75,12 +81,17 @@ impl Sim {
         let d = (r - old) * self.gh[g].n as f64;
         for j in 0..w {
             let lk = self.inp.plinks[p * w + j];
-            if lk != NONE {
+            if lk == NONE {
+                continue;
+            }
+            if lk == held {
+                add_compensated(&mut u.0, &mut u.1, d);
+            } else {
                 let lvl = &mut self.lv[l];
                 let slot = lvl.lslot[lk as usize] as usize;
                 lvl.add_usage(slot, d);
-                self.mark_link(lk, key);
             }
+            self.mark_link(lk, key);
         }
     }
 
@@ -117,7 +128,7 @@ impl Sim {
                         self.wsum[l2 as usize] -= c;
                     }
                 }
-                self.fix(g, 0.0, changed);
+                self.fix(g, 0.0, changed, NONE, &mut (0.0, 0.0));
             }
         }
         self.lheap.clear();
@@ -159,25 +170,29 @@ impl Sim {
             for bi in 0..self.bott.len() {
                 let lb = self.bott[bi] as usize;
                 let slot = self.lv[l].lslot[lb] as usize;
-                for &g in &lgroups[slot] {
+                let mut b = (self.work[lb], self.wsum[lb]);
+                let mut u = (self.lv[l].usage[slot], self.lv[l].usage_lo[slot]);
+                let list = &lgroups[slot];
+                for (i, &g) in list.iter().enumerate() {
+                    if let Some(&h) = list.get(i + 2 * AHEAD) {
+                        prefetch(&self.gh, h as usize);
+                    }
+                    if let Some(&h) = list.get(i + AHEAD) {
+                        let p = self.gh[h as usize].path as usize;
+                        prefetch(&self.inp.plinks, p * w);
+                    }
                     let g = g as usize;
                     if self.gh[g].epoch == self.epoch {
                         continue;
                     }
                     let c = self.gh[g].n as f64;
                     let p = self.gh[g].path as usize;
-                    for &l3 in &self.inp.plinks[p * w..p * w + w] {
-                        if l3 != NONE {
-                            let l3 = l3 as usize;
-                            self.work[l3] -= m * c;
-                            if self.work[l3] < SNAP {
-                                self.work[l3] = 0.0;
-                            }
-                            self.wsum[l3] -= c;
-                        }
-                    }
-                    self.fix(g, m, changed);
+                    take(&self.inp.plinks[p * w..p * w + w], lb, m, c, &mut self.work,
+                         &mut self.wsum, &mut b);
+                    self.fix(g, m, changed, lb as u32, &mut u);
                 }
+                (self.work[lb], self.wsum[lb]) = b;
+                (self.lv[l].usage[slot], self.lv[l].usage_lo[slot]) = u;
             }
         }
         self.lv[l].lgroups = lgroups;
@@ -454,6 +469,36 @@ impl Sim {
     }
 }
 
+/// One step of a progressive filling for an item fixed at `m` per unit of its weight
+/// `c` at bottleneck `lb`: each of its `links` (NONE: padding) gives up `m * c` of its
+/// capacity (below `SNAP`: none left) and `c` of its weight. Every item fixed at `lb`
+/// crosses it, so the caller keeps `lb`'s (capacity, weight) in `b`, in registers, and
+/// stores it after the last item: the same operations in the same order as through
+/// `cap` and `wsum`, without a store and a reload per item on one address.
+#[inline(always)]
+pub fn take(links: &[u32], lb: usize, m: f64, c: f64, cap: &mut [f64], wsum: &mut [f64],
+            b: &mut (f64, f64)) {
+    for &l in links {
+        if l == NONE {
+            continue;
+        }
+        let l = l as usize;
+        if l == lb {
+            b.0 -= m * c;
+            if b.0 < SNAP {
+                b.0 = 0.0;
+            }
+            b.1 -= c;
+        } else {
+            cap[l] -= m * c;
+            if cap[l] < SNAP {
+                cap[l] = 0.0;
+            }
+            wsum[l] -= c;
+        }
+    }
+}
+
 /// The next bottleneck of a progressive filling: from `heap` (per link, its fair share
 /// cap / wsum when pushed, possibly stale) the link with the smallest share m, and every
 /// link within the Python engine's 1e-9 tie rule of m, into `bott`. Returns m, or None
@@ -687,26 +732,19 @@ impl Filler {
         while let Some(m) = next_bottleneck(&mut self.lheap, cap, &self.wsum, &mut self.bott) {
             self.bott_all.extend_from_slice(&self.bott);
             for &lb in &self.bott {
-                let st = self.start[lb as usize] as usize;
-                for &j in &s.adj[st..st + self.deg[lb as usize] as usize] {
+                let lb = lb as usize;
+                let st = self.start[lb] as usize;
+                let mut b = (cap[lb], self.wsum[lb]);
+                for &j in &s.adj[st..st + self.deg[lb] as usize] {
                     let j = j as usize;
                     if self.fixed[j] {
                         continue;
                     }
                     self.fixed[j] = true;
                     out[s.cand[j] as usize] = m;
-                    let c = s.w[j];
-                    for &l3 in &s.links[j * w..j * w + w] {
-                        if l3 != NONE {
-                            let l3 = l3 as usize;
-                            cap[l3] -= m * c;
-                            if cap[l3] < SNAP {
-                                cap[l3] = 0.0;
-                            }
-                            self.wsum[l3] -= c;
-                        }
-                    }
+                    take(&s.links[j * w..j * w + w], lb, m, s.w[j], cap, &mut self.wsum, &mut b);
                 }
+                (cap[lb], self.wsum[lb]) = b;
             }
         }
         for &l in &s.touched {

@@ -20,7 +20,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::fill::next_bottleneck;
+use crate::fill::{next_bottleneck, take};
 use crate::model::*;
 
 /// The active flows, one column per field, read in order by the two passes of an
@@ -209,24 +209,6 @@ impl Paths {
         }
     }
 
-    /// Fix path `p` at `m` per flow: what it takes leaves `cap`.
-    fn fix(&mut self, p: u32, m: f64, links: &[u32], cap: &mut [f64]) {
-        let pu = p as usize;
-        self.stamp[pu] = self.epoch;
-        self.rate[pu] = m;
-        let c = self.cnt[pu] as f64;
-        for &l in links {
-            if l != NONE {
-                let l = l as usize;
-                cap[l] -= m * c;
-                if cap[l] < SNAP {
-                    cap[l] = 0.0;
-                }
-                self.wsum[l] -= c;
-            }
-        }
-    }
-
     /// The backfill within `cap` (reduced in place): `rate[p]` for every active path
     /// (0 for a path crossing a link with nothing left).
     fn fill(&mut self, plinks: &[u32], cap: &mut [f64]) {
@@ -264,14 +246,19 @@ impl Paths {
         }
         while let Some(m) = next_bottleneck(&mut self.heap, cap, &self.wsum, &mut self.bott) {
             for bi in 0..self.bott.len() {
+                // path p is fixed at m per flow: what it takes leaves `cap`
                 let lb = self.bott[bi] as usize;
+                let mut b = (cap[lb], self.wsum[lb]);
                 for k in 0..self.on[lb].len() {
-                    let p = self.on[lb][k];
-                    if self.stamp[p as usize] != self.epoch {
-                        let pu = p as usize;
-                        self.fix(p, m, &plinks[pu * w..pu * w + w], cap);
+                    let p = self.on[lb][k] as usize;
+                    if self.stamp[p] != self.epoch {
+                        self.stamp[p] = self.epoch;
+                        self.rate[p] = m;
+                        take(&plinks[p * w..p * w + w], lb, m, self.cnt[p] as f64, cap,
+                             &mut self.wsum, &mut b);
                     }
                 }
+                (cap[lb], self.wsum[lb]) = b;
             }
         }
     }
