@@ -246,12 +246,12 @@ impl Paths {
         }
         while let Some(m) = next_bottleneck(&mut self.heap, cap, &self.wsum, &mut self.bott) {
             for bi in 0..self.bott.len() {
-                // path p is fixed at m per flow: what it takes leaves `cap`
                 let lb = self.bott[bi] as usize;
                 let mut b = (cap[lb], self.wsum[lb]);
                 for k in 0..self.on[lb].len() {
                     let p = self.on[lb][k] as usize;
                     if self.stamp[p] != self.epoch {
+                        // path p is fixed at m per flow: what it takes leaves `cap`
                         self.stamp[p] = self.epoch;
                         self.rate[p] = m;
                         take(&plinks[p * w..p * w + w], lb, m, self.cnt[p] as f64, cap,
