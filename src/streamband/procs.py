@@ -1,0 +1,139 @@
+"""What the project starts, so that clean-up can find it after any crash.
+
+- Every process the project starts (Mininet host shells and what runs in them, the
+  controller, harness workers, iperf3, the engines' daemons) carries :data:`MARK` in its
+  environment (:func:`marked_env`); :func:`marked_processes` finds them by that mark,
+  after ``kill -9`` of anything.
+- :data:`RUN_DIR` holds what the systems that are up keep on disk (their state, locks,
+  stores).
+- Clean-up is one command (Mininet's ``mn -c``, for this project only) extended by
+  callbacks, as Mininet's ``Cleanup.addCleanupCallback``: each real system (the testbed's
+  network, Storm, Swift, Kafka, Flink) declares a :class:`Cleanup` under the entry-point
+  group ``streamband.cleanup`` (``pyproject.toml``); :func:`cleanups` loads them, and the
+  clean-up names no system.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from pathlib import Path
+
+RUN_DIR = Path(os.environ.get("STREAMBAND_RUN_DIR", "/run/streamband"))
+MARK = "STREAMBAND_TESTBED"
+#: the entry-point group where each real system declares its :class:`Cleanup`
+CLEANUP_GROUP = "streamband.cleanup"
+
+
+def marked_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for a child process the project owns (carries :data:`MARK`)."""
+    env = dict(os.environ)
+    env[MARK] = str(os.getpid())
+    env.update(extra or {})
+    return env
+
+
+def _ancestors() -> set[int]:
+    out, pid = set(), os.getpid()
+    while pid > 1:
+        out.add(pid)
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            pid = int(stat.rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return out
+
+
+def processes_where(part: str, match: Callable[[list[bytes]], bool],
+                    exclude: set[int] | None = None) -> list[int]:
+    """Pids whose ``/proc/PID/part`` (``environ``, ``cmdline``: NUL-separated items)
+    satisfies ``match``; never those in ``exclude`` (default: this process's line)."""
+    skip = _ancestors() if exclude is None else exclude
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit() or int(d.name) in skip:
+            continue
+        try:
+            items = (d / part).read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if match(items):
+            found.append(int(d.name))
+    return sorted(found)
+
+
+def marked_processes() -> list[int]:
+    """Pids whose environment holds the project's mark (never this process's line)."""
+    needle = f"{MARK}=".encode()
+    return processes_where("environ", lambda env: any(i.startswith(needle) for i in env))
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def terminate(pids: list[int], grace_s: float = 1.0) -> list[int]:
+    """SIGTERM ``pids``, then SIGKILL those still alive after ``grace_s``; returns the
+    ones alive after that (zombies count as gone)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for p in pids:
+            try:
+                os.kill(p, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + grace_s
+        while pids and time.monotonic() < deadline:
+            pids = [p for p in pids if Path(f"/proc/{p}").exists() and not _zombie(p)]
+            time.sleep(0.05)
+        if not pids:
+            break
+    return pids
+
+
+@dataclass(frozen=True)
+class Cleanup:
+    """One real system's part of ``streamband testbed clean``.
+
+    Parameters
+    ----------
+    name : str
+        The system (``storm``, ``swift``, ``network``), shown in messages.
+    processes : callable
+        Pids of the system's processes that may not carry :data:`MARK` (e.g. JVMs a
+        daemon launched); killed with the marked ones.
+    leftovers : callable
+        What of the system's still exists, one line per thing (processes excluded).
+    clean : callable
+        Removes what :attr:`leftovers` lists (after every process is gone); returns what
+        it removed.
+    order : int
+        Lower runs first (the network, which the engines' hosts live in, runs last).
+    """
+
+    name: str
+    processes: Callable[[], list[int]] = list
+    leftovers: Callable[[], list[str]] = list
+    clean: Callable[[], list[str]] = list
+    order: int = 50
+
+
+def cleanups() -> list[Cleanup]:
+    """Every :class:`Cleanup` declared under :data:`CLEANUP_GROUP`, in run order."""
+    found = [ep.load() for ep in entry_points(group=CLEANUP_GROUP)]
+    return sorted(found, key=lambda c: (c.order, c.name))
+
+
+def project_processes() -> list[int]:
+    """The marked processes and every system's own (never this process's line)."""
+    pids = set(marked_processes())
+    for c in cleanups():
+        pids.update(c.processes())
+    return sorted(pids)
