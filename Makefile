@@ -32,6 +32,7 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests perf
+	$(VENV)/bin/lint-imports
 	$(PY) -m streamband.docs docs --check
 	for crate in rust/*/; do (cd $$crate && cargo clippy -q --release -- -D warnings) || exit 1; done
 

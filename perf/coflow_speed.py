@@ -44,9 +44,8 @@ from rich.console import Console
 from rich.table import Table
 
 from streamband.errors import StreambandError
-from streamband.experiments import paper004
 from streamband.model.fabric import big_switch
-from streamband.shared import shared_dir
+from streamband.shared import FB2010_TRACE, shared_dir
 from streamband.sim.coflow.engine import path_table
 from streamband.sim.coflow.run import GBIT, parse_topology, simulate
 from streamband.sim.coflow.sharing import water_fill
@@ -54,7 +53,7 @@ from streamband.sim.coflow.trace import read_trace
 from streamband.sim.coflow.workloads import from_trace
 
 ROOT = Path(__file__).resolve().parents[1]
-TRACE = shared_dir().joinpath(*paper004.TRACE)  # $STREAMBAND_SHARED, else ../shared
+TRACE = shared_dir().joinpath(*FB2010_TRACE)  # $STREAMBAND_SHARED, else ../shared
 REFERENCE = ROOT / "perf" / "data" / "coflow_reference_full.json"
 BIG = "big_switch"
 #: (label, registry name, options, reference entry or None)

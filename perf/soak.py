@@ -30,7 +30,7 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from streamband.testbed import remote  # noqa: E402
+from streamband.manage import stage as remote  # noqa: E402
 
 FJ_BYTES = {"A->B": 8192, "A->C": 4096, "B->D": 6144, "C->D": 3072}
 

@@ -18,12 +18,13 @@ import sys
 import time
 from pathlib import Path
 
-from streamband.control.api_client import ControllerClient
+from streamband.model.testbed import load_spec
+from streamband.procs import clean, leftovers
+from streamband.sdn.client import ControllerClient
 from streamband.storm.cluster import StormCluster, testbed_spec, usage
-from streamband.storm.manage import FORK_JOIN, ManagedTopology, fork_join_placement
-from streamband.testbed.clean import clean, leftovers
+from streamband.storm.managed import ManagedTopology
+from streamband.storm.workloads import fork_join, fork_join_placement
 from streamband.testbed.network import Testbed
-from streamband.testbed.spec import load_spec
 
 BW = 20e6
 BOTTLENECK_KB = {"TP1": 4 + 6, "TP2": 8 + 3, "TP3": 8 + 4}  # w1's uplink, 001 Fig. 1b
@@ -46,10 +47,10 @@ def main() -> None:
                 for tp, kb in BOTTLENECK_KB.items():
                     rate = round(1.1 * BW / 8 / (kb * 1024))
                     name = f"fj-{tp.lower()}-{rep}"
-                    cluster.submit(cluster.jar, FORK_JOIN.main, name, {
+                    cluster.submit(cluster.jar, fork_join()[0].main, name, {
                         "bench.rate": rate,
                         "streamband.placement": fork_join_placement(tp, ips)})
-                    mt = ManagedTopology(tb, cluster, cluster.wait_running(name), FORK_JOIN)
+                    mt = ManagedTopology(tb, cluster, cluster.wait_running(name), *fork_join())
                     time.sleep(15)
                     order = ("tcp", "appaware") if rep % 2 == 0 else ("appaware", "tcp")
                     for pol in order:
@@ -89,3 +90,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+

@@ -17,13 +17,14 @@ import sys
 import time
 from pathlib import Path
 
-from streamband.backends.storm import StormProfiler, app_totals, read_snapshot, worker_reports
-from streamband.control.api_client import ControllerClient
+from streamband.model.testbed import load_spec
+from streamband.procs import clean, leftovers
+from streamband.sdn.client import ControllerClient
 from streamband.storm.cluster import StormCluster, testbed_spec
-from streamband.storm.manage import FORK_JOIN, ManagedTopology, fork_join_placement
-from streamband.testbed.clean import clean, leftovers
+from streamband.storm.managed import ManagedTopology
+from streamband.storm.profiler import StormProfiler, app_totals, read_snapshot, worker_reports
+from streamband.storm.workloads import fork_join, fork_join_placement
 from streamband.testbed.network import Testbed
-from streamband.testbed.spec import load_spec
 
 FREE_S, METERED_S = 20, 80
 CASES = {  # name: (Netty high/low watermark bytes or None, meters {edge: bps})
@@ -79,8 +80,8 @@ def main() -> None:
                     conf["storm.messaging.netty.buffer.high.watermark"] = wm[0]
                     conf["storm.messaging.netty.buffer.low.watermark"] = wm[1]
                 name = f"hol{i}"
-                cluster.submit(cluster.jar, FORK_JOIN.main, name, conf)
-                mt = ManagedTopology(tb, cluster, cluster.wait_running(name), FORK_JOIN)
+                cluster.submit(cluster.jar, fork_join()[0].main, name, conf)
+                mt = ManagedTopology(tb, cluster, cluster.wait_running(name), *fork_join())
                 mt.pairs, mt.keys, mt.bytes = zip(*[
                     (p, k, b) for p, k, b in zip(mt.pairs, mt.keys, mt.bytes, strict=True)
                     if p.label.startswith("A")], strict=True)
@@ -111,3 +112,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+

@@ -19,9 +19,9 @@ import statistics
 import sys
 import time
 
+from streamband.procs import clean
 from streamband.swift.cluster import SwiftCluster, check_tools
 from streamband.swift.spec import load
-from streamband.testbed.clean import clean
 from streamband.testbed.network import Testbed
 
 

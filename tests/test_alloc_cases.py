@@ -82,7 +82,7 @@ def paper_problems(duration_s: float) -> tuple[AllocProblem, ...]:
     from streamband.alloc.registry import POLICIES, PolicyEntry
     from streamband.backends.sim import sim_config, simulate
     from streamband.experiments.runner import plan
-    from streamband.experiments.spec import load_spec
+    from streamband.model.spec import load_spec
 
     probs: list[AllocProblem] = []
 

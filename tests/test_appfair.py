@@ -355,8 +355,8 @@ def test_hierarchical_gains_when_joins_keep_unmatched_tuples_in_their_own_store(
     place on such downlinks hierarchical gave every application exactly App-Fair's
     tuples/s (+0.0 % each on 600 s). Now each join gains, and nobody loses."""
     from streamband.experiments.runner import plan
-    from streamband.experiments.spec import load_spec
     from streamband.model.apps import flow_apps, per_app
+    from streamband.model.spec import load_spec
 
     spec = load_spec("appfair")
     fm = plan(spec)[0].flowmap

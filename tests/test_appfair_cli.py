@@ -12,7 +12,7 @@ import yaml
 from typer.testing import CliRunner
 
 from streamband.cli import app
-from streamband.experiments.spec import builtin_spec
+from streamband.model.spec import builtin_spec
 from test_inputs import refused, spec_file
 
 runner = CliRunner()

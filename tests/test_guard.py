@@ -6,7 +6,7 @@ import pytest
 import scipy.sparse as sp
 
 from streamband.alloc.common import entries
-from streamband.control.guard import HarmGuard
+from streamband.loop.guard import HarmGuard
 
 MBIT = 1e6
 E = entries(sp.csr_matrix(np.array([[1, 0], [1, 0]])))  # two flows on link 0; link 1 idle

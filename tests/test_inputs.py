@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from streamband.cli import app
-from streamband.experiments.spec import builtin_spec
+from streamband.model.spec import builtin_spec
 
 runner = CliRunner()
 FIXTURE = HealthCheck.function_scoped_fixture  # each example makes its own files

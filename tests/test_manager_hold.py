@@ -10,7 +10,7 @@ from streamband.alloc.appaware import appaware
 from streamband.alloc.base import UPLINK, FlowState
 from streamband.alloc.maxmin import maxmin
 from streamband.alloc.weighted import weighted
-from streamband.control.manager import HOLD_STEPS, Manager
+from streamband.loop.manager import HOLD_STEPS, Manager
 
 MBIT = 1e6
 CAP = 20 * MBIT
@@ -92,7 +92,7 @@ def test_hold_is_at_least_one_step_and_full_frac_a_share_of_capacity(name, value
 def test_the_allocation_log_keeps_this_steps_links_and_the_held_ones(tmp_path):
     import json
 
-    from streamband.control.live import LiveLoop
+    from streamband.loop.live import LiveLoop
 
     replay, rec = Replay(TRACE), Recorder()
     m = Manager(routing=sp.csr_matrix(np.ones((2, 1))), link_kind=np.array([UPLINK]),
@@ -192,7 +192,7 @@ def test_a_link_whose_backlogs_outgrow_it_is_held_only_while_the_counters_show_i
 def test_the_live_loop_reads_and_logs_the_counted_loads(tmp_path):
     import json
 
-    from streamband.control.live import LiveLoop
+    from streamband.loop.live import LiveLoop
 
     util = [0.95, 0.4]
     replay = Counted([HOT] * len(util), util)
@@ -210,7 +210,7 @@ def test_the_live_loop_reads_and_logs_the_counted_loads(tmp_path):
 def test_the_loops_wrapper_forwards_the_counters_and_copies_without_recursion():
     import copy
 
-    from streamband.control.live import _Recording
+    from streamband.loop.live import _Recording
 
     replay = Counted([HOT], [0.5])
     rec = _Recording(replay)

@@ -15,9 +15,14 @@ Hierarchy::
     │   ├── SpecError         an experiment, testbed or cluster spec
     │   ├── TraceError        a coflow trace or data file
     │   └── OptionError       a command-line option or an output path
-    └── PreconditionError     the world is not as the command needs it
-                              (also a RuntimeError): not root, a tool or package
-                              missing, a testbed or cluster already up, a port in use
+    ├── PreconditionError     the world is not as the command needs it
+    │                         (also a RuntimeError): not root, a tool or package
+    │                         missing, a testbed or cluster already up, a port in use
+    ├── RunError              a real system failed while it ran (also a RuntimeError):
+    │                         a store request, a ``tc`` call, a switch, a simulation
+    │                         that cannot go on
+    └── InternalError         a state the code says cannot happen: a bug (also a
+                              RuntimeError); the command line keeps its traceback
 
 Examples
 --------
@@ -59,6 +64,14 @@ class OptionError(InputError):
 
 class PreconditionError(StreambandError, RuntimeError):
     """The command cannot start here: not root, a tool missing, something already up."""
+
+
+class RunError(StreambandError, RuntimeError):
+    """A real system (a store, a switch, ``tc``) or a simulation failed while it ran."""
+
+
+class InternalError(StreambandError, RuntimeError):
+    """A state the code says cannot happen (a bug, never a condition)."""
 
 
 def nearest(word: str, choices: Iterable[str]) -> str:

@@ -137,3 +137,32 @@ def project_processes() -> list[int]:
     for c in cleanups():
         pids.update(c.processes())
     return sorted(pids)
+
+
+#: processes started while clean-up kills (a Supervisor relaunching its workers, a
+#: cluster half-way through its start) are found by scanning again, this many times
+ROUNDS = 5
+
+
+def leftovers() -> list[str]:
+    """Everything of the project's that still exists, one line per thing."""
+    left = [f"process {p}" for p in project_processes()]
+    for c in cleanups():
+        left += c.leftovers()
+    return left
+
+
+def clean() -> list[str]:
+    """Remove everything the project started (``streamband testbed clean``): every
+    marked process and every system's own, then each system's :attr:`Cleanup.clean`;
+    returns what was removed."""
+    removed: list[str] = []
+    for _ in range(ROUNDS):
+        pids = project_processes()
+        if not pids:
+            break
+        removed += [f"process {p}" for p in pids]
+        terminate(pids)
+    for c in cleanups():
+        removed += c.clean()
+    return removed

@@ -9,6 +9,10 @@ from pathlib import Path
 
 from streamband.errors import PreconditionError
 
+#: the Facebook 2010 coflow trace as the coflow-benchmark project published it (004's
+#: workload), inside the shared directory
+FB2010_TRACE = ("data", "FB2010-1Hr-150-0.txt")
+
 
 def shared_dir() -> Path:
     """The shared directory (``$STREAMBAND_SHARED`` or ``<repo>/../shared``)."""

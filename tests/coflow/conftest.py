@@ -5,11 +5,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from streamband.experiments import paper004
-from streamband.shared import shared_dir
+from streamband.shared import FB2010_TRACE, shared_dir
 from streamband.sim.coflow.workloads import Workload
 
-TRACE = shared_dir().joinpath(*paper004.TRACE)  # $STREAMBAND_SHARED, else ../shared
+TRACE = shared_dir().joinpath(*FB2010_TRACE)  # $STREAMBAND_SHARED, else ../shared
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from streamband.sim.coflow.cli import app
+from streamband.cli.coflow import app
 from streamband.sim.coflow.run import simulate
 from streamband.sim.coflow.trace import TraceError, read_trace
 from streamband.sim.coflow.workloads import from_trace, many_to_many, subcoflow_ids

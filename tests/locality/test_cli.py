@@ -7,7 +7,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from streamband.locality.cli import app
+from streamband.cli.locality import app
 
 runner = CliRunner()
 

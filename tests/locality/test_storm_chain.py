@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from streamband.locality.storm_chain import (
+from streamband.storm.chain import (
     applied_rounds,
     check_counts,
     expected_counts,

@@ -1,5 +1,5 @@
 """The operator's tests run against the testbed presented as a remote cluster
-(:mod:`streamband.testbed.remote`): a star of master + w1 + w2 at 20 Mbit/s, the
+(:mod:`streamband.manage.stage`): a star of master + w1 + w2 at 20 Mbit/s, the
 controller's API on a management link (token), Storm on the hosts, 001's fork-join
 (TP1, acking on, failed tuples replayed) and ``streamband manage`` on the master host,
 its guard off (the tests check the caps it enforces and what becomes of them).
@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 
-from streamband.testbed import remote
-from streamband.testbed.remote import wait_for
+from streamband.manage import stage as remote
+from streamband.manage.stage import wait_for
+from streamband.storm.workloads import fork_join
 
 HERE = Path(__file__).parent
-FJ_BYTES = {"A->B": 8192, "A->C": 4096, "B->D": 6144, "C->D": 3072}
+FJ_BYTES = (lambda w, a: w.edge_bytes(a))(*fork_join())  # 001: 8 / 4 / 6 / 3 KB
 _held: dict[str, Any] = {}
 
 

@@ -16,17 +16,14 @@ import numpy as np
 import pytest
 import yaml
 
-from streamband.backends.cluster import (
-    Network,
-    ProfileReceiver,
-    app_totals,
-    load_config,
-    map_flows,
-)
-from streamband.control.guard import HarmGuard
-from streamband.control.service import Service
-from streamband.control.state import State
 from streamband.errors import SpecError
+from streamband.loop.guard import HarmGuard
+from streamband.manage.config import Network, load_config
+from streamband.manage.service import Service
+from streamband.manage.state import State
+from streamband.storm.collector import ProfileReceiver
+from streamband.storm.flows import map_flows
+from streamband.storm.profiler import app_totals
 
 GOOD = {
     "storm": {"nimbus": "127.0.0.1:6627", "profiler": "127.0.0.1:17071"},
@@ -203,7 +200,7 @@ def test_flow_mapper(tmp_path):
           for c, t, h, p in (("A", 1, "10.0.0.2", 6700), ("A", 2, "10.0.0.2", 6701),
                              ("B", 3, "10.0.0.4", 6700), ("C", 4, "10.0.0.2", 6700),
                              ("C", 5, "10.0.0.9", 6700), ("__acker", 6, "10.0.0.3", 6700))]
-    m = map_flows({"executors": ex}, [("A", "B"), ("A", "C"), ("__acker", "A")], net,
+    m = map_flows({"executors": ex}, [("A", "B"), ("A", "C"), ("__acker", "A")], net.topo,
                   {"A->B": 8192})
     assert m.names == ["10.0.0.2->10.0.0.4:6700"]
     assert [len(x) for x in m.members] == [2]  # A[0] and A[1] share the match

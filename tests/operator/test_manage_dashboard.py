@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from streamband.testbed.remote import wait_for
+from streamband.manage.stage import wait_for
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -15,11 +15,16 @@ from typing import Any
 
 import pytest
 
+from streamband.loop.manager import LEASE_STEPS
+from streamband.manage.stage import PROFILER_PORT, wait_for
+from streamband.sdn.app import Settings as ControllerSettings
 from streamband.storm.flows import worker_port
-from streamband.testbed.remote import PROFILER_PORT, wait_for
+from streamband.storm.workloads import fork_join
 
 DT = 1.0
 LINK_BPS = 20e6  # the stage's links
+LEASE_CHECK_S = ControllerSettings().lease_check_s  # how often the controller expires leases
+FJ_BYTES = (lambda w, a: w.edge_bytes(a))(*fork_join())  # as the stage's config
 ROWS: list[dict[str, Any]] = []
 
 
@@ -75,12 +80,13 @@ def flow_names(stage) -> set[str]:
     return {f["name"] for f in fj(stage)["flows"]}
 
 
+def flow_name(m: dict[str, Any]) -> str:
+    f = m["flow"]
+    return f"{f['src_ip']}->{f['dst_ip']}:{f['dst_port']}"
+
+
 def meters(stage) -> dict[str, float | None]:
-    out = {}
-    for m in stage.controller().meters():
-        f = m["flow"]
-        out[f"{f['src_ip']}->{f['dst_ip']}:{f['dst_port']}"] = m["rate_bps"]
-    return out
+    return {flow_name(m): m["rate_bps"] for m in stage.controller().meters()}
 
 
 def all_capped(stage) -> bool:
@@ -165,12 +171,25 @@ def test_kill_manager(stage):
         return got if got >= flow_names(stage) else None
 
     capped = wait_for(capping, 30, "maxmin caps fj's flows", 0.2)
+    # the lease the manager granted, read back from the controller just before the kill
+    left = max(m["lease_left_s"] for m in stage.controller().meters()
+               if flow_name(m) in capped)
     t0 = time.monotonic()
     os.kill(stage.manager.pid, signal.SIGKILL)
     stage.manager.wait(10)
-    wait_for(lambda: not any(meters(stage).get(n) for n in capped), 10, "meters expired", 0.1)
+    polls: list[float] = []
+
+    def gone() -> bool:
+        t = time.monotonic()
+        got = meters(stage)
+        polls.append(time.monotonic() - t)
+        return not any(got.get(n) for n in capped)
+
+    wait_for(gone, left + 10, "meters expired", 0.1)
     expired = time.monotonic() - t0
-    assert expired <= 3 * DT + 1.0, expired
+    # the lease left, the controller's lease check (every 0.05 s), this poll's period and
+    # the longest poll: a dead manager's caps last no longer than what it was granted
+    assert expired <= left + LEASE_CHECK_S + 0.1 + max(polls), (expired, left, max(polls))
     assert wire_rate(stage) > 1e6  # the topology runs on, under plain TCP
     t1, restarted = time.monotonic(), time.time()
     stage.start_manager(stage.extra["config"])
@@ -381,3 +400,37 @@ def test_garbage_metrics(stage):
     assert recent[0]["decision"] == "policy"
     record(stage, "garbage metrics (NaN, negative, 1e30) for 3 s", before, 0.0, sb,
            rejected={k: r1.get(k, 0) - r0.get(k, 0) for k in r1})
+
+
+def test_late_steps_keep_caps(stage, tmp_path):
+    """Steps later than 3 Δt (the manager stalled, as a starved CPU would stall it): the
+    lease of every push is 3 x the longest of the recent gaps between steps (at least
+    Δt), so after the first late step the caps never lapse between steps; the stalls are
+    shorter than the config's hold (10 Δt), so every step still caps."""
+    stall = (LEASE_STEPS + 1) * DT  # later than the lease of a step on time
+    cfg = stage.write_config(tmp_path / "late.yaml", [
+        {"name": "fj", "policy": "appaware", "tuple_bytes": FJ_BYTES}],
+        stage.extra["config"].parent / "state", dt=DT, guard=False, hold_intervals=10)
+    stage.start_manager(cfg)
+    try:
+        wait_for(lambda: all_capped(stage), 60, "the manager caps fj's flows")
+        names = flow_names(stage)
+        lapsed = []
+        for _ in range(4):
+            steps = stage.status()["steps"]
+            os.kill(stage.manager.pid, signal.SIGSTOP)
+            t_end, seen = time.monotonic() + stall, []
+            while time.monotonic() < t_end:
+                got = meters(stage)
+                seen.append(all(got.get(n) for n in names))
+                time.sleep(0.2)
+            os.kill(stage.manager.pid, signal.SIGCONT)
+            lapsed.append(seen.count(False))
+            wait_for(lambda s=steps: stage.status()["steps"] >= s + 2, 30, "two steps")
+        lease = stage.status()["lease_s"]
+    finally:
+        if stage.manager is not None and stage.manager.poll() is None:
+            os.kill(stage.manager.pid, signal.SIGCONT)
+        stage.start_manager(stage.extra["config"])
+    assert lease >= LEASE_STEPS * stall, lease  # the stall's gap stretched the lease
+    assert lapsed[1:] == [0, 0, 0], lapsed  # the first stall came before any late step

@@ -10,9 +10,9 @@ import httpx
 import pytest
 import yaml
 
+from streamband.manage.stage import MANAGE_PORT, MASTER, wait_for
+from streamband.procs import marked_env
 from streamband.storm.cluster import free_port
-from streamband.testbed.registry import marked_env
-from streamband.testbed.remote import MANAGE_PORT, MASTER, wait_for
 
 
 @pytest.fixture

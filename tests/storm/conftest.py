@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from streamband.control.api_client import ControllerClient
+from streamband.model.testbed import load_spec
+from streamband.procs import clean, leftovers
+from streamband.sdn.client import ControllerClient
 from streamband.storm.cluster import StormCluster, tagged_processes, testbed_spec
-from streamband.testbed.clean import clean, leftovers
 from streamband.testbed.network import Testbed
-from streamband.testbed.spec import load_spec
 
 
 @pytest.fixture(scope="module")

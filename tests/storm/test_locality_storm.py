@@ -13,7 +13,7 @@ import time
 import pytest
 
 from streamband.locality.durable import read_json
-from streamband.locality.storm_chain import (
+from streamband.storm.chain import (
     ChainRun,
     ChainSpec,
     applied_rounds,

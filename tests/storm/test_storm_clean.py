@@ -10,9 +10,9 @@ import subprocess
 import time
 from pathlib import Path
 
+from streamband.procs import MARK, clean, leftovers, marked_processes
+from streamband.storm.cluster import storm_processes
 from streamband.storm.home import ensure_home
-from streamband.testbed.clean import clean, leftovers, marked_processes, storm_processes
-from streamband.testbed.registry import MARK
 
 PORT = 22181
 

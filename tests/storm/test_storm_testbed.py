@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from streamband.backends.storm import StormProfiler, read_snapshot, worker_reports
 from streamband.storm.flows import component_pairs, placement
-from streamband.storm.manage import FORK_JOIN, ManagedTopology, fork_join_placement
+from streamband.storm.managed import ManagedTopology
+from streamband.storm.profiler import StormProfiler, read_snapshot, worker_reports
+from streamband.storm.workloads import fork_join, fork_join_placement
 
 pytestmark = pytest.mark.usefixtures("storm_testbed")
 SECONDS = 60.0
@@ -26,13 +27,13 @@ def test_fork_join_tcp_then_appaware(storm_testbed, tmp_path):
     # uplink. At 300 tuples/s, TCP's halves hold B->D near 200 tuples/s while the join
     # could take 244 (20 Mbit/s split 4:6). A and B are separate workers, so only B's
     # large receive queue (minutes to fill) couples them: TCP does not balance itself.
-    cluster.submit(cluster.jar, FORK_JOIN.main, "fj", {
+    cluster.submit(cluster.jar, fork_join()[0].main, "fj", {
         "bench.rate": 300, "streamband.placement": fork_join_placement("TP1", ips)})
     info = cluster.wait_running("fj")
     where = placement(info)
     assert [w.host for c in "ABCD" for w in where[c]] == [ips[0], ips[0], ips[1], ips[1]]
     assert len({w for ws in where.values() for w in ws}) == 4  # one executor per worker
-    mt = ManagedTopology(tb, cluster, info, FORK_JOIN)
+    mt = ManagedTopology(tb, cluster, info, *fork_join())
     # the meters' matches are the receiving workers' slot ports, as Nimbus placed them
     expected = [{"src_ip": ips[0], "dst_ip": ips[1], "proto": "tcp", "dst_port": where[d][0].port}
                 for d in "CD"]
@@ -141,7 +142,7 @@ def test_benchmark_topology_runs(storm_testbed, topology, request):
     """000's Trending Topics and Trucking IoT, pinned across both hosts: paced sources,
     every tuple acked, the sink measures throughput and event-time latency; TT's words
     carry the spec's bytes (``bench.bytes.word``) on the wire, as the kernel counts them."""
-    from streamband.backends.storm import app_totals, host_reader
+    from streamband.storm.profiler import app_totals, host_reader
     from streamband.storm.words import english_words
 
     tb, cluster = storm_testbed
@@ -185,3 +186,4 @@ def test_benchmark_topology_runs(storm_testbed, topology, request):
         bpm = prof.last["bytes_per_msg"]
         # Storm's header and acker messages on the same connection move the mean a little
         assert all(0.8 * WORD_BYTES <= b <= WORD_BYTES + 200 for b in bpm), bpm
+

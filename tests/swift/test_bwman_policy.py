@@ -123,7 +123,7 @@ def test_unknown_policy_is_one_line():
 
 def test_a_models_point_takes_the_bandwidth_the_class_had():
     from streamband.alloc.bwman import Share
-    from streamband.control.bwman import _had
+    from streamband.loop.bwman import _had
 
     # a hard class that used its cap: the cap; that did not: no point
     assert _had(Share(3e6, 3e6), 0.9, 0.8) == pytest.approx(3.0)

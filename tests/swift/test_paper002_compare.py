@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from streamband.alloc.bwman import Fit, Models
-from streamband.control.bwman import Points
 from streamband.experiments.paper002 import PAPER, compare
+from streamband.loop.bwman import Points
 from streamband.swift.scenario import throughput_windows, violations
 from streamband.swift.spec import WorkloadSpec
 from streamband.swift.training import growth, reference

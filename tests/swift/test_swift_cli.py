@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from streamband.cli import app
 from streamband.experiments import paper002
+from streamband.procs import clean, leftovers, marked_processes
 from streamband.swift.layout import STATE
-from streamband.testbed.clean import clean, leftovers, marked_processes
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the testbed needs root")
 

@@ -14,9 +14,10 @@ from streamband.cli import app
 from streamband.errors import SpecError
 from streamband.experiments import paper002
 from streamband.experiments.base import Options
+from streamband.procs import MARK
 from streamband.swift.layout import STATE
 from streamband.swift.spec import load, slo_floor_mbps
-from streamband.testbed.registry import MARK, read_state
+from streamband.testbed.registry import read_state
 
 ABSOLUTE = {"targets": "ops", "schedule": [[0, 16], [60, 18], [120, 20]]}
 
@@ -105,8 +106,8 @@ def test_cli_bad_spec_exits_2_before_anything_starts(tmp_path, section, fields, 
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(data))
     before = (read_state(), STATE.exists())
-    for cmd in (["swift", "up", str(path)], ["swift", "run", str(path), "--out",
-                                               str(tmp_path / "out")]):
+    for cmd in (["swift", "up", str(path)], ["bench", "paper-002", "--spec", str(path),
+                                               "--out", str(tmp_path / "out")]):
         r = CliRunner().invoke(app, cmd)
         assert r.exit_code == 2, r.output
         assert r.output.count("\n") == 1 and word in r.output, r.output

@@ -15,10 +15,11 @@ import time
 import pytest
 
 from streamband.alloc.bwman import Models, Plan, Share, fit
-from streamband.backends.swift import MeterEnforcer, TcEnforcer
-from streamband.control.api_client import ControllerClient
-from streamband.control.bwman import Points
+from streamband.loop.bwman import Points
+from streamband.procs import clean, leftovers
+from streamband.sdn.client import ControllerClient
 from streamband.swift import scenario, training
+from streamband.swift.adapters import MeterPlanEnforcer, TcPlanEnforcer
 from streamband.swift.cluster import SwiftCluster
 from streamband.swift.failures import FailureGenerator
 from streamband.swift.integrity import DispersionConfig, RecoveryTracker
@@ -26,7 +27,7 @@ from streamband.swift.layout import OBJECT_PORT, PROXY_PORT, REPLICATION_PORT, R
 from streamband.swift.session import Session
 from streamband.swift.spec import load
 from streamband.swift.tc import class_bytes
-from streamband.testbed.clean import clean, leftovers
+from streamband.testbed.network import started
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the testbed needs root")
 
@@ -47,7 +48,7 @@ def store(tmp_path_factory):
     clean()
     out = tmp_path_factory.mktemp("swift")
     try:
-        with Session(load(SPEC), out) as s:
+        with Session(load(SPEC), out, started) as s:
             yield s
     finally:
         clean()
@@ -114,7 +115,7 @@ def test_failure_and_recovery_by_swift_replication(store):
     then released: Swift's replicators restore every deleted replica."""
     c = store.cluster
     assert _integrity(store) == 1.0
-    enf = TcEnforcer(store.tb, c, store.out / "tc-fail", 30.0, LINK_MBPS * 1e6)
+    enf = TcPlanEnforcer(store.tb, c, store.out / "tc-fail", 30.0, LINK_MBPS * 1e6)
     try:
         enf.enforce(Plan(Share(7.9e6, 7.9e6), Share(0.1e6, 0.1e6)))
         gen = FailureGenerator(c, 120, c.spec.swift.object_bytes, 0.2, 1, 0, None, 5,
@@ -139,7 +140,7 @@ def test_models_fitted_on_measured_points(store, record_property):
     """eq. (1) and (2) on this store: throughput and recovery speed grow with the
     bandwidth the tc classes give each service."""
     c = store.cluster
-    enf = TcEnforcer(store.tb, c, store.out / "tc-train", 3.0, LINK_MBPS * 1e6)
+    enf = TcPlanEnforcer(store.tb, c, store.out / "tc-train", 3.0, LINK_MBPS * 1e6)
     try:
         up = training.user_points(store, enf, LINK_MBPS * 1e6)
         rp = training.recovery_points(store, enf, LINK_MBPS * 1e6)
@@ -157,7 +158,7 @@ def test_models_fitted_on_measured_points(store, record_property):
 
 def test_tc_lease_fails_open(store):
     c = store.cluster
-    enf = TcEnforcer(store.tb, c, store.out / "tc-lease", 1.0, LINK_MBPS * 1e6)
+    enf = TcPlanEnforcer(store.tb, c, store.out / "tc-lease", 1.0, LINK_MBPS * 1e6)
     try:
         enf.enforce(Plan(Share(5e6, 5e6), Share(3e6, 3e6)))
         shaped = [p for p in enf.ports]
@@ -194,7 +195,7 @@ def _classes(p) -> dict[str, tuple[str, str, str]]:
 def test_meter_lease_fails_open(store):
     c = store.cluster
     client = ControllerClient(store.spec.testbed.api)
-    enf = MeterEnforcer(client, c, 1.0, LINK_MBPS * 1e6)
+    enf = MeterPlanEnforcer(client, c, 1.0, LINK_MBPS * 1e6)
     try:
         enf.enforce(Plan(Share(5e6, 5e6), Share(3e6, 3e6)))
         meters = client.meters()
@@ -224,7 +225,7 @@ def test_bwman_loop_manages_the_store(store):
     up = Points("linear", [2.0, 6.0], [8.0, 20.0], ["given", "given"])
     rp = Points("log", [1.0, 6.0], [0.1, 0.5], ["given", "given"])
     models = Models(fit("linear", up.bw, up.y), fit("log", rp.bw, rp.y))
-    enf = TcEnforcer(store.tb, store.cluster, store.out / "tc-loop", 3.0, LINK_MBPS * 1e6)
+    enf = TcPlanEnforcer(store.tb, store.cluster, store.out / "tc-loop", 3.0, LINK_MBPS * 1e6)
     try:
         res = scenario.run(store, enf, "bwman", models, {"user": up, "recovery": rp},
                            "loop", tail_timeout_s=120)

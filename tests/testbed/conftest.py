@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from streamband.testbed.clean import clean, leftovers
+from streamband.procs import clean, leftovers
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ than under TCP.
 
 B's source has a host of its own (w4): the only link the two applications share is
 w3's downlink, the switch egress port where the classes act (a host's uplink has no
-classes, :class:`~streamband.backends.openflow.ClassEnforcer`).
+classes, :class:`~streamband.loop.openflow.ClassEnforcer`).
 
 History: this test failed about one run in five (CI, 2026-11-23: B on top carried 4.8
 against A's 14.3 Mbit/s) while the hosts ran bbr, this machine's default, instead of the
@@ -29,8 +29,8 @@ from rich.console import Console
 from streamband.alloc.appfair import jain_index
 from streamband.backends.testbed import TestbedRunner
 from streamband.experiments.runner import execute
-from streamband.experiments.spec import parse_spec
 from streamband.model.apps import flow_apps
+from streamband.model.spec import parse_spec
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the testbed needs root")
 DT, SECONDS = 4.0, 18.0

@@ -15,12 +15,12 @@ import time
 import numpy as np
 import pytest
 
-from streamband.control.api_client import ControllerClient
 from streamband.experiments.paper004_testbed import LEASE_S, one_run
+from streamband.model.testbed import load_spec
+from streamband.procs import leftovers
+from streamband.sdn.client import ControllerClient
 from streamband.sim.coflow.trace import MIB
-from streamband.testbed.clean import leftovers
 from streamband.testbed.network import Testbed
-from streamband.testbed.spec import load_spec
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the testbed needs root")
 SPEC = "star:hosts=3,link_mbps=20,api=127.0.0.1:8193,openflow=127.0.0.1:6665"

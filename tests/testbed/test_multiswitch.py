@@ -13,10 +13,10 @@ import time
 import numpy as np
 import pytest
 
-from streamband.backends.openflow import MeterEnforcer
-from streamband.control.api_client import ControllerClient
+from streamband.loop.openflow import MeterEnforcer
+from streamband.model.testbed import load_spec
+from streamband.sdn.client import ControllerClient
 from streamband.testbed.network import Testbed
-from streamband.testbed.spec import load_spec
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the testbed needs root")
 PORTS = "api=127.0.0.1:8191,openflow=127.0.0.1:6663"

@@ -15,10 +15,10 @@ import time
 
 import pytest
 
-from streamband.control.api_client import ControllerClient, ControllerError
+from streamband.model.testbed import load_spec
+from streamband.sdn.client import ControllerClient, ControllerError
 from streamband.sdn.priority import CLASSES, DEFAULT_CLASS, LEAF_LIMIT_PKTS, link_rate_bps
 from streamband.testbed.network import Testbed
-from streamband.testbed.spec import load_spec
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the testbed needs root")
 SPEC = "star:hosts=3,link_mbps=20,api=127.0.0.1:8191,openflow=127.0.0.1:6663"

@@ -16,7 +16,7 @@ import yaml
 from typer.testing import CliRunner
 
 from streamband.cli import app
-from streamband.experiments.spec import builtin_spec
+from streamband.model.spec import builtin_spec
 
 
 def test_run_spec_on_the_testbed(cleanup, tmp_path):

@@ -3,7 +3,7 @@
 import pytest
 
 from streamband.errors import SpecError
-from streamband.testbed.spec import load_spec
+from streamband.model.testbed import load_spec
 
 
 def test_short_form_builds_model_topology():

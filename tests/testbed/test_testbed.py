@@ -13,17 +13,17 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from streamband.control.api_client import ControllerClient
-from streamband.experiments.spec import load_spec as load_experiment
+from streamband.cli.testbed import app
 from streamband.model.flows import FlowMap
+from streamband.model.spec import load_spec as load_experiment
+from streamband.model.testbed import load_spec
+from streamband.procs import clean, leftovers, marked_processes
+from streamband.sdn.client import ControllerClient
 from streamband.testbed import ovs
-from streamband.testbed.clean import clean, leftovers, marked_processes
-from streamband.testbed.cli import app
 from streamband.testbed.harness.dag import Dag
 from streamband.testbed.harness.run import run_dag
 from streamband.testbed.network import ALLOWED_CC, Testbed
 from streamband.testbed.registry import read_state
-from streamband.testbed.spec import load_spec
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the testbed needs root")
 DEFAULT_CC = Path("/proc/sys/net/ipv4/tcp_congestion_control")

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 from streamband.backends.testbed import HarnessProfiler
-from streamband.experiments.spec import load_spec as load_experiment
 from streamband.model.flows import FlowMap
+from streamband.model.spec import load_spec as load_experiment
+from streamband.model.testbed import load_spec
 from streamband.testbed.harness.dag import Dag
 from streamband.testbed.harness.run import run_dag
 from streamband.testbed.network import Testbed
-from streamband.testbed.spec import load_spec
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the testbed needs root")
 SPEC = "star:hosts=3,link_mbps=20,api=127.0.0.1:8191,openflow=127.0.0.1:6663"

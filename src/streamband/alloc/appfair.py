@@ -251,12 +251,9 @@ def served_state(p: AllocProblem, starved: np.ndarray, apps: np.ndarray
 
 
 #: hierarchical: the weight of the equal split in a metered application's division of its
-#: share (the rest App-aware's). Introduced when a split was held for Δt (10 s: joins'
-#: inputs capped at 0.0 Mbit/s for 10 s on the testbed); with the split re-made every
-#: step (1 s) it was measured again on bench appfair's simulator: 0.25 and 0 give the
-#: same per-application gains (+33.2/+49.9/+33.3/+42.8 % vs +33.3/+50.0/+33.3/+42.9 %),
-#: and with the testbed's reading jitter modelled (each step's V_f x U(0.5, 1.5)) 0.25
-#: keeps the worst application at -5.2 % (0: -15.8 %) and Jain's index at 0.999 (0.994)
+#: share (the rest App-aware's): it keeps a join's input from being starved for a whole
+#: split period when the readings jitter, at no cost in the per-application gains
+#: (``docs/findings.md``)
 EQUAL_PART = 0.25
 
 

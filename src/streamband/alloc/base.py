@@ -25,7 +25,22 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from streamband.errors import InputError
+
 UPLINK, DOWNLINK, INTERNAL = 0, 1, 2
+#: the largest value a report or a flow state may carry (bytes, messages); beyond it
+#: the sample is garbage (1 PB: no interval of any real link moves that much)
+ABSURD = 1e15
+
+
+class GarbageState(InputError):
+    """A flow state the policy must not see (a non-finite, negative or absurd value);
+    :attr:`reason` is ``not_finite``, ``negative`` or ``absurd``."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"flow state: {reason.replace('_', ' ')} values, expected finite "
+                         f"counts in [0, {ABSURD:g}]")
+        self.reason = reason
 
 
 @dataclass
@@ -50,6 +65,24 @@ class FlowState:
 
     def __len__(self) -> int:
         return len(self.sent)
+
+    def check(self) -> FlowState:
+        """This state, if every field is a finite count within reason.
+
+        Raises
+        ------
+        GarbageState
+            Naming the first kind of garbage found.
+        """
+        for name in ("ls0", "ls1", "lr0", "lr1", "sent"):
+            a = np.asarray(getattr(self, name), float)
+            if not np.all(np.isfinite(a)):
+                raise GarbageState("not_finite")
+            if np.any(a < 0):
+                raise GarbageState("negative")
+            if np.any(a > ABSURD):
+                raise GarbageState("absurd")
+        return self
 
 
 @dataclass

@@ -1,10 +1,11 @@
-"""Backends: where the manager loop runs. One module per backend, one line each here.
+"""Backends: where an experiment's cases run. One module per backend, one line each
+in :data:`BACKENDS`.
 
-Division of labour: a backend module holds the three adapters of the loop (profiler,
-link statistics, enforcer; :mod:`.base` says what they are) and a runner for the
-cases of an experiment. :mod:`.openflow` is the network half shared by every real
-backend (link statistics and meters through the SDN controller). Nothing here
-decides: policies are in :mod:`streamband.alloc`, the loop in :mod:`streamband.control`.
+Division of labour: a backend module is a runner (:mod:`.base` says what it returns);
+the loop's adapters live with the system they observe: the engines' profilers in their
+packages (:mod:`streamband.storm.profiler`), the network half shared by every real
+backend in :mod:`streamband.loop.openflow`. Nothing here decides: policies are in
+:mod:`streamband.alloc`, the loop in :mod:`streamband.loop`.
 """
 
 from __future__ import annotations

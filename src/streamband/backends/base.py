@@ -5,7 +5,7 @@ adapters of the manager loop (000 Fig. 4): a profiler (``flow_state()``: the 5-m
 tuple of every flow), link statistics (``allocatable()``: each link's allocatable
 capacity) and an enforcer (``enforce(rates)``: caps, ``inf`` = uncapped; and
 ``assign(classes)``: strict-priority classes, 000 §VII) — the interfaces of
-:mod:`streamband.control.manager` — and a :class:`Runner` that runs one :class:`Case`
+:mod:`streamband.loop.manager` — and a :class:`Runner` that runs one :class:`Case`
 of an experiment under one policy and returns a :class:`RunRecord` (with
 :func:`app_results` when several applications share the network).
 To add a backend: write its module and add one line to ``BACKENDS`` in
@@ -24,8 +24,8 @@ from streamband.alloc.appfair import app_jain
 from streamband.model.apps import flow_apps, per_app
 
 if TYPE_CHECKING:
-    from streamband.experiments.spec import ExperimentSpec, NetworkSweep
     from streamband.model.flows import FlowMap
+    from streamband.model.spec import ExperimentSpec, NetworkSweep
 
 #: the columns of a run's row, in the order tables show them
 RUN_KEYS = (

@@ -22,13 +22,13 @@ from streamband.alloc.base import FlowState
 from streamband.alloc.registry import policy_entry
 from streamband.alloc.weighted import sweep_pair, sweep_search
 from streamband.backends.base import Case, RunRecord, app_results
-from streamband.control.manager import Manager
+from streamband.loop.manager import Manager
 from streamband.model.apps import flow_apps
 from streamband.model.flows import FlowMap
 from streamband.sim.fluid import FluidSim, SimConfig, SimResult
 
 if TYPE_CHECKING:
-    from streamband.experiments.spec import ExperimentSpec
+    from streamband.model.spec import ExperimentSpec
 
 
 class SimProfiler:

@@ -5,7 +5,7 @@ OpenFlow 1.3 meters), the os-ken controller and real TCP, with the traffic harne
 Adapters: :class:`HarnessProfiler` (the application profiler of 000 §V-A2: the
 5-metric tuple of every flow, 000 §IV-A1, from the snapshots the harness workers write
 every half second), and the network half shared by every real backend
-(:mod:`streamband.backends.openflow`): :class:`ControllerLinkStats`,
+(:mod:`streamband.loop.openflow`): :class:`ControllerLinkStats`,
 :class:`MeterEnforcer` and, for policies that decide strict-priority classes,
 :class:`ClassEnforcer`. :class:`TestbedRunner` runs an experiment's cases: one testbed
 per network x bandwidth, kept up across placements and policies.
@@ -26,19 +26,19 @@ import numpy as np
 from streamband.alloc.base import FlowState
 from streamband.alloc.registry import policy_entry
 from streamband.backends.base import Case, RunRecord, app_results
-from streamband.backends.openflow import (
+from streamband.errors import PreconditionError, SpecError
+from streamband.loop.guard import HarmGuard
+from streamband.loop.openflow import (
     ClassEnforcer,
     ControllerLinkStats,
     CountingEnforcer,
     MeterEnforcer,
 )
-from streamband.control.guard import HarmGuard
-from streamband.errors import PreconditionError, SpecError
 from streamband.model.apps import flow_apps
 from streamband.model.routing import routing_matrix
 
 if TYPE_CHECKING:
-    from streamband.experiments.spec import ExperimentSpec
+    from streamband.model.spec import ExperimentSpec
     from streamband.testbed.network import Testbed
 
 
@@ -101,7 +101,7 @@ class TestbedRunner:
         A policy deciding classes runs on App-Fair's Δt, the spec's ``sim.interval_s``
         (000 §VII), and one on two periods steps every ``spec.appfair.split_s``.
     guard : bool
-        Do no harm (:class:`~streamband.control.guard.HarmGuard`): cap only when an
+        Do no harm (:class:`~streamband.loop.guard.HarmGuard`): cap only when an
         allocation moves enough bandwidth from TCP's measured split.
     control : dict
         Control-plane fields of the testbed spec (``api``, ``openflow``).
@@ -143,9 +143,9 @@ class TestbedRunner:
 
     def testbed(self, case: Case) -> Testbed:
         """The testbed of ``case``'s network at its bandwidth (started if needed)."""
-        from streamband.control.api_client import ControllerClient
+        from streamband.model.testbed import TestbedSpec
+        from streamband.sdn.client import ControllerClient
         from streamband.testbed.network import Testbed
-        from streamband.testbed.spec import TestbedSpec
 
         key = (case.network.name, case.bandwidth_mbps)
         if self.tb is None or self.key != key:
@@ -165,9 +165,9 @@ class TestbedRunner:
     def run(self, spec: ExperimentSpec, case: Case, policy: str,
             progress: Callable[[float], None] | None = None,
             reference_links: list[int] | None = None) -> RunRecord:
-        from streamband.control.api_client import ControllerClient
-        from streamband.control.live import LiveLoop
-        from streamband.control.manager import Manager
+        from streamband.loop.live import LiveLoop
+        from streamband.loop.manager import Manager
+        from streamband.sdn.client import ControllerClient
         from streamband.testbed.harness.dag import Dag
         from streamband.testbed.harness.run import run_dag
 

@@ -34,7 +34,7 @@ from streamband.experiments.base import (
     with_options,
 )
 from streamband.experiments.runner import Done, execute
-from streamband.experiments.spec import ExperimentSpec, load_spec, parse_spec
+from streamband.model.spec import ExperimentSpec, load_spec, parse_spec
 from streamband.report.apps import add_app_bars, add_app_series, add_app_table
 from streamband.report.html import Report
 from streamband.report.paper import add_vs_paper

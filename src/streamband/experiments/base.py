@@ -26,7 +26,7 @@ from rich.table import Table
 
 if TYPE_CHECKING:
     from streamband.experiments.runner import Done
-    from streamband.experiments.spec import ExperimentSpec
+    from streamband.model.spec import ExperimentSpec
     from streamband.report.html import Report
 
 
@@ -73,7 +73,7 @@ class Options:
     ``full_trace`` (paper-004): the whole trace everywhere; ``policy``: the managed
     policy under test in place of the module's default (to check that checks fail);
     ``guard``: on a real backend, keep TCP's split unless an allocation moves enough
-    bandwidth to pay for metering it (:mod:`streamband.control.guard`; ``None``: the
+    bandwidth to pay for metering it (:mod:`streamband.loop.guard`; ``None``: the
     backend's default); ``max_pending`` (storm): Storm's ``topology.max.spout.pending``,
     the tuples a spout task may have in flight (0: the spouts paced open loop; ``None``:
     the backend's default); ``tuple_scale`` (storm): run the spec at ``1/S`` of its
@@ -204,7 +204,7 @@ def with_options(spec: ExperimentSpec, opts: Options, under_test: str = "appawar
                  ) -> ExperimentSpec:
     """``spec`` with ``opts.seconds`` as each run's length (warm-up and Δt shrunk to fit)
     and ``opts.policy`` in place of the policy ``under_test``, validated again."""
-    from streamband.experiments.spec import parse_spec
+    from streamband.model.spec import parse_spec
 
     data = spec.model_dump(mode="json", exclude_unset=True)
     if opts.seconds is not None:

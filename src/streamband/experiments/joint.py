@@ -18,8 +18,8 @@ from rich.console import Console
 from streamband.backends import backend
 from streamband.experiments.base import Check, Comparison, Options, Outcome, publish
 from streamband.experiments.runner import Done, execute
-from streamband.experiments.spec import ExperimentSpec, load_spec, parse_spec
 from streamband.model.placement import sustainable_rate
+from streamband.model.spec import ExperimentSpec, load_spec, parse_spec
 
 NAME = "joint"
 TITLE = "beyond 001: placement and bandwidth allocation chosen jointly"

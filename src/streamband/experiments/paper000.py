@@ -25,7 +25,7 @@ from streamband.experiments.base import (
     with_options,
 )
 from streamband.experiments.runner import execute
-from streamband.experiments.spec import ExperimentSpec, load_spec
+from streamband.model.spec import ExperimentSpec, load_spec
 from streamband.report.html import Report
 from streamband.report.paper import add_vs_paper
 
@@ -47,22 +47,22 @@ PAPER_LATENCY = {
     ("TI", "edge"): {10: -5.72, 15: -10.10, 20: -17.28},
     ("TT", "multihop"): {10: -11.20, 15: -15.90, 20: -60.89},
 }
-#: Storm: tuples scaled down, bytes up (:func:`streamband.backends.storm.scale_tuples`),
-#: per app. The spec's TT is 13,000 tuple deliveries/s (1000 tweets of 10 words, a
-#: partial per 5 words) across 10 single-executor workers: on 2 cores Storm emitted about
-#: 150 of the 1000 tweets/s and no link was loaded (session 5). TI is 1,000/s of 5-20 KB.
+#: Storm: tuples scaled down, bytes up (:func:`streamband.storm.workloads.scale_tuples`),
+#: per app: the spec's TT is 13,000 tuple deliveries/s (1000 tweets of 10 words, a
+#: partial per 5 words) across 10 single-executor workers, more than 2 cores process, so
+#: unscaled no link would be loaded. TI is 1,000/s of 5-20 KB.
 STORM_TUPLE_SCALE = {"trending-topics": 10.0, "trucking-iot": 2.0}
 #: Storm: ``topology.max.spout.pending`` of this bench (about 2 s of a spout task's
 #: tuples at the scaled rates; the backend's 1000 held 20-40 s in flight)
 STORM_MAX_PENDING = 100
 #: Storm: seconds from placing a topology to its first window (JVMs of 10 workers start
-#: and JIT on 2 cores; acking had barely begun after 30 s in session 5)
+#: and JIT on 2 cores, which takes longer than 30 s)
 STORM_WARMUP_S = 60.0
 #: the policy under test per backend. On Storm, TT's aggregator and TI's combiner keep
 #: the tuples they wait with in their own event-time store, not in the receive queues the
 #: profiler reads (L^r = 0), so problem (4) repeats the last step's split on their
-#: downlinks; eq. (3) splits those by the senders' backlogs (session 8, --repeat 2: 18 of
-#: 24 checks, against 12 of 24 for appaware). On the simulator both give the same gains.
+#: downlinks; eq. (3) splits those by the senders' backlogs. On the simulator both give
+#: the same gains.
 UNDER_TEST = {"sim": "appaware", "storm": "appaware-store"}
 #: the smallest throughput gain over tcp that counts as app-aware doing its job
 MIN_GAIN_PCT = 10.0
@@ -185,8 +185,7 @@ def compare_backends(real: Sequence[dict], sim: Sequence[dict], short: dict[str,
 def paired_gains(rows: Sequence[dict], policy: str) -> list[float]:
     """Per repetition (``repeat``), ``policy``'s throughput gain over tcp's in that
     repetition, %: the two windows ran on one topology next to each other, so the drift of
-    a real engine over a topology's life (TT on two_tier: tcp at 51, 64, 72 tuples/s in
-    its 1st..3rd repetition, session 12) cancels out.
+    a real engine's throughput over a topology's life cancels out.
 
     Examples
     --------

@@ -27,7 +27,7 @@ from streamband.experiments.base import (
     with_options,
 )
 from streamband.experiments.runner import execute
-from streamband.experiments.spec import ExperimentSpec, load_spec
+from streamband.model.spec import ExperimentSpec, load_spec
 from streamband.report.html import Report
 from streamband.report.paper import add_vs_paper
 
@@ -55,8 +55,7 @@ REASONS = {
 REAL_POLICIES = ("tcp", "weighted", "appaware")
 #: the policy under test per backend. The harness's relay and join take what arrives at
 #: once (L^r = 0), so problem (4)'s rho_f is what the last step let through and appaware
-#: repeats whatever split it starts from: in session 10, 2 of 6 TP2 runs kept TCP's first
-#: second (C->D capped at 1.8-2.5 of 20 Mbit/s, 70 vs 150 tuples/s under tcp).
+#: repeats whatever split it starts from (a starved first second stays starved);
 #: appaware-store splits such downlinks by eq. (3) from the first step.
 UNDER_TEST = {"sim": "appaware", "testbed": "appaware-store", "storm": "appaware"}
 LEGEND = {

@@ -25,11 +25,12 @@ from typing import Any
 
 from streamband.errors import OptionError, nearest
 from streamband.experiments.base import Check, Comparison, Options, Outcome, show
+from streamband.model.spec import builtin_spec
 
 NAME = "paper-002"
 TITLE = "paper 002: BwMan on OpenStack Swift (testbed)"
 BACKENDS = ("testbed",)
-SPEC = Path(__file__).resolve().parent / "specs" / "paper-002.yaml"
+SPEC = builtin_spec("paper-002")
 
 #: 002's figures: Table I (percentage of SLO violations, with / without BwMan) and
 #: the coefficients of its models (§III; its units, not ours)
@@ -98,11 +99,12 @@ def run(out: Path, opts: Options, console: Any, spec: Any = None) -> Outcome:
     from streamband.alloc.bwman import Models, fit
     from streamband.swift import scenario, training
     from streamband.swift.session import Session
+    from streamband.testbed.network import started
 
     rows: list[dict[str, Any]] = []
     runs: dict[str, list[Any]] = {BASELINE: [], managed: []}
     t_all = time.monotonic()
-    with Session(parsed, out, console) as s:
+    with Session(parsed, out, started, console) as s:
         assert s.cluster is not None and s.tb is not None
         enforcer = _enforcer(s, parsed, out)
         try:
@@ -191,15 +193,15 @@ def _idle_usage(cluster: Any, seconds: float = 10.0) -> dict[str, float]:
 
 
 def _enforcer(s: Any, spec: Any, out: Path) -> Any:
-    from streamband.backends.swift import MeterEnforcer, TcEnforcer
+    from streamband.swift.adapters import MeterPlanEnforcer, TcPlanEnforcer
 
     lease = spec.control.dt_s * spec.control.lease_dt
     link = spec.testbed.link_mbps * 1e6
     if spec.control.enforcer == "tc":
-        return TcEnforcer(s.tb, s.cluster, out / "tc", lease, link)
-    from streamband.control.api_client import ControllerClient
+        return TcPlanEnforcer(s.tb, s.cluster, out / "tc", lease, link)
+    from streamband.sdn.client import ControllerClient
 
-    return MeterEnforcer(ControllerClient(spec.testbed.api), s.cluster, lease, link)
+    return MeterPlanEnforcer(ControllerClient(spec.testbed.api), s.cluster, lease, link)
 
 
 def _progress(bar: Any, name: str, duration_s: float) -> Any:

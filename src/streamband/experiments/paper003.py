@@ -22,7 +22,7 @@ from streamband.errors import OptionError
 from streamband.experiments.base import Check, Comparison, Options, Outcome, distance
 from streamband.experiments.base import show as show_comparison
 from streamband.experiments.paper003_storm import rose_above_hash
-from streamband.locality.cli import (
+from streamband.locality.criteria import (
     DECAY,
     MAX_MEAN_IMBALANCE,
     MODEL,

@@ -1,7 +1,7 @@
 """Paper 003 on Apache Storm (003 §4.4, Fig. 13): throughput and locality over time,
 hash vs offline vs online, with the reconfiguration protocol live.
 
-003's keyed chain (:mod:`streamband.locality.storm_chain`) on a star of worker hosts
+003's keyed chain (:mod:`streamband.storm.chain`) on a star of worker hosts
 (one worker per host holding instance i of S, A and B: 003 §4.1) runs the stable
 synthetic workload of 003 §4.2 (a ``locality`` share of key pairs correlated) unpaced,
 so that throughput is what the network lets through: A pads what it sends to B, the
@@ -27,7 +27,10 @@ from rich.progress import Progress
 from streamband.errors import OptionError, PreconditionError
 from streamband.experiments.base import Check, Comparison, Options, Outcome
 from streamband.experiments.base import show as show_comparison
-from streamband.locality.storm_chain import (
+from streamband.locality.timeline import run_timeline
+from streamband.locality.workloads import synthetic
+from streamband.report.html import Report, write_json
+from streamband.storm.chain import (
     POLICIES,
     ChainRun,
     ChainSpec,
@@ -35,9 +38,6 @@ from streamband.locality.storm_chain import (
     timeline,
     write_workload,
 )
-from streamband.locality.timeline import run_timeline
-from streamband.locality.workloads import synthetic
-from streamband.report.html import Report, write_json
 
 #: the run's settings (003 §4.4 used 6 servers, parallelism 6, 10-minute periods over
 #: 30 minutes; here seconds, on Mininet hosts sharing two cores)
@@ -53,10 +53,10 @@ SETTLE_S = 5.0
 def run(out: Path, opts: Options, console: Console) -> Outcome:
     import os
 
-    from streamband.control.api_client import ControllerClient
+    from streamband.model.testbed import load_spec
+    from streamband.sdn.client import ControllerClient
     from streamband.storm.cluster import StormCluster, testbed_spec
     from streamband.testbed.network import Testbed
-    from streamband.testbed.spec import load_spec
 
     if os.geteuid() != 0:
         raise PreconditionError("--backend storm: needs root (the testbed's namespaces)")

@@ -48,7 +48,7 @@ from streamband.experiments.base import (
 )
 from streamband.report.html import Report, write_json
 from streamband.report.paper import add_vs_paper
-from streamband.shared import shared_file
+from streamband.shared import FB2010_TRACE, shared_file
 from streamband.sim.coflow.run import UNITS, simulate
 from streamband.sim.coflow.trace import read_trace
 from streamband.sim.coflow.workloads import CATEGORIES, from_trace, many_to_many
@@ -56,7 +56,6 @@ from streamband.sim.coflow.workloads import CATEGORIES, from_trace, many_to_many
 NAME = "paper-004"
 TITLE = "paper 004 (Stream): decentralized coflow scheduling"
 BACKENDS = ("sim", "testbed")
-TRACE = ("data", "FB2010-1Hr-150-0.txt")
 N_PREFIX = 100
 N_DAGS = 10
 OTHERS = ("fs", "baraat", "aalo")
@@ -361,7 +360,7 @@ def run(out: Path, opts: Options, console: Console) -> Outcome:
     if opts.backend != "sim":
         raise OptionError(f"--backend: paper-004 runs on {', '.join(BACKENDS)}, got "
                           f"{opts.backend!r}")
-    trace = shared_file(*TRACE)
+    trace = shared_file(*FB2010_TRACE)
     res = bench(trace, full=opts.full_trace, console=console)
     return publish(out, res, console)
 

@@ -37,9 +37,8 @@ queue; plain TCP as the testbed is without any priority machinery). Buffer
 packets in all, the send buffer's 92 less the background's reserved 8, as 004's
 switch's queues share its one 2 MB memory (§IV-A) and tcp-fifo's queue holds about 92:
 split over the queues a coflow under the cap can reach (20 each in 0..3, 1 in the
-never used 4..7); tcp's one leaf keeps 8 x 8 = 64 (77 measured slower). Measured:
-stream's mice (category I) average CCT 0.14-0.30 s in 6 runs (0.35 s in a run with
-eight leaves of ``LEAF_LIMIT_PKTS`` = 8, the module's default for App-Fair). ``tcp``
+never used 4..7); tcp's one leaf keeps 8 x 8 = 64 (a deeper one measured slower,
+``docs/findings.md``). ``tcp``
 isolates the marking (same port, same background's reserve); ``tcp-rto`` is tcp with
 stream-rto's bounds (what they do without Stream); ``tcp-fifo`` is the port without
 priority machinery. ``--policy M1,M2`` runs only the modes listed. The simulator runs
@@ -53,17 +52,10 @@ bytes, time limited by the send buffer: :func:`~streamband.testbed.coflow.tcp_st
 and the background's UDP datagrams sent and received (``background``: the share the
 coflows took from it, which only tcp-fifo's shared queue allows).
 
-Why tcp-fifo is the hard baseline (measured, 6 runs per mode with the leaves above):
-its coflows take part of the background's rate, which no other mode allows. In the one
-shared queue TCP keeps the queue full and the constant-rate UDP loses 8.4-8.9 % of its
-datagrams at the tail (0.0 % in the reserved leaf of every other mode), so tcp-fifo's
-coflows got 10.25-10.35 Mbit/s while a coflow was open, stream's and tcp's 8.3-9.3
-(stream-rto 9.2): about 12 % more capacity. The fluid simulator on this workload puts
-fair sharing's average CCT only 1.05x above Stream's (29 mice, 11 coflows of category
-II that decide the average and that Stream serves after the mice), so tcp-fifo's
-median (5.57 s) and Stream's (stream 5.64 s, stream-rto 5.70 s) lie within the runs'
-spread. tcp, the same port and background's reserve as Stream: 6.83 s (64-packet
-leaf), beaten by 1.21x; tcp-rto 6.88 s.
+Why tcp-fifo is the hard baseline: in its one shared queue TCP keeps the queue full and
+the constant-rate UDP background loses datagrams at the tail, so tcp-fifo's coflows take
+part of the background's rate, which no other mode allows (figures in
+``docs/findings.md``).
 
 Checks that can fail: every run carried every byte of every flow; in stream runs the
 receivers' decisions reached the switch (coflow bytes in at least two classes, the
@@ -122,8 +114,8 @@ RESERVE_PKTS = LEAF_LIMIT_PKTS  # the background's reserved leaf
 #: switch's send buffer less the reserve's (:data:`SEND_BUFFER_PKTS`), as tcp-fifo's one
 #: queue holds ~92 with the background in it
 PORT_PKTS = SEND_BUFFER_PKTS - RESERVE_PKTS
-#: tcp's one leaf (class 7): 8 x 8 packets; 77 (the rest of PORT_PKTS) measured slower
-#: (median average CCT 7.26 s against 6.83 s, 3 runs each), so tcp keeps 64
+#: tcp's one leaf (class 7): 8 x 8 packets, as 77 (the rest of PORT_PKTS) made tcp slower
+#: (``docs/findings.md``)
 TCP_LEAF_PKTS = CLASSES * LEAF_LIMIT_PKTS
 RESERVE_MARGIN = 1.1  # the reserve over the background's rate (UDP/IP headers, jitter)
 SAMPLE_S = 0.1  # the port's byte counter, read this often during a run
@@ -282,9 +274,9 @@ def run_testbed(wl: Workload, st: Setting, repeat: int, out: Path,
     """``repeat`` x :data:`MODES` on one testbed (the order alternates by repeat); each
     run's CCTs, class bytes on the receiver's port, the receiver's decisions, the
     link capacity left unused and the flows' TCP counters (:func:`one_run`)."""
-    from streamband.control.api_client import ControllerClient
+    from streamband.model.testbed import load_spec
+    from streamband.sdn.client import ControllerClient
     from streamband.testbed.network import Testbed
-    from streamband.testbed.spec import load_spec
 
     spec = load_spec(f"star:hosts={st.hosts},link_mbps={st.link_mbps:g}")
     rows: list[dict[str, Any]] = []
@@ -490,7 +482,7 @@ def link_use(samples: list[tuple[float, int]], p: dict[str, Any],
 def _class_bytes(client: Any, port: str) -> list[int]:
     """Bytes each class of ``port`` sent so far (and its reserved leaf, a 9th entry);
     zeros when the port has no classes (tcp-fifo)."""
-    from streamband.control.api_client import ControllerError
+    from streamband.sdn.client import ControllerError
 
     try:
         out = client.class_bytes(port)
@@ -640,7 +632,7 @@ def setting(opts: Options) -> Setting:
 def run(out: Path, opts: Options, console: Console) -> Outcome:
     """Run the simulator and ``--repeat`` x (tcp, stream) on the testbed; print and
     write the factors beside 004's, with checks."""
-    from streamband.shared import shared_file
+    from streamband.shared import FB2010_TRACE, shared_file
     from streamband.sim.coflow.trace import read_trace
     from streamband.testbed.registry import read_state
 
@@ -652,9 +644,8 @@ def run(out: Path, opts: Options, console: Console) -> Outcome:
     if up and up.get("pid") and Path(f"/proc/{up['pid']}").exists():
         raise PreconditionError(f"a testbed is already up (pid {up['pid']}); run "
                                 "`streamband testbed down`")
-    from streamband.experiments.paper004 import TRACE
 
-    wl = workload(read_trace(shared_file(*TRACE)), st)
+    wl = workload(read_trace(shared_file(*FB2010_TRACE)), st)
     console.print(f"workload: {wl.n_coflows} coflows, {wl.n_flows} flows, "
                   f"{wl.size.sum() * st.size_scale / 1e6:.1f} MB on the testbed", highlight=False)
     sim = simulated(wl, st)
@@ -663,7 +654,7 @@ def run(out: Path, opts: Options, console: Console) -> Outcome:
     rows = run_testbed(wl, st, opts.repeat, out, console)
     res = {"spec": {**asdict(st), "hosts": st.hosts, "coflow_mbps": st.coflow_bps / 1e6,
                     "bg_class": BG_CLASS, "class_base": CLASS_BASE, "lease_s": LEASE_S,
-                    "repeat": opts.repeat, "trace": "/".join(TRACE),
+                    "repeat": opts.repeat, "trace": "/".join(FB2010_TRACE),
                     "tos_of_queue": [tos_of(CLASS_BASE + q) for q in range(st.queues)],
                     "flows": int(wl.n_flows), "coflow_mb": [
                         float(b) * st.size_scale / 1e6 for b in wl.coflow_bytes()],

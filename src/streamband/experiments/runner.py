@@ -13,7 +13,6 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from streamband.backends.base import Case, Runner, RunRecord
-from streamband.experiments.spec import ExperimentSpec, PlacementSpec
 from streamband.model.flows import FlowMap
 from streamband.model.placement import (
     explicit,
@@ -22,6 +21,7 @@ from streamband.model.placement import (
     round_robin,
     tuple_size_rule,
 )
+from streamband.model.spec import ExperimentSpec, PlacementSpec
 from streamband.model.topology import Topology
 from streamband.report.apps import add_app_table, rich_app_table
 from streamband.report.experiment import add_runs, add_sweeps, rich_table

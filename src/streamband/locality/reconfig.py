@@ -46,6 +46,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from streamband.errors import InternalError
 from streamband.locality.dataflow import Dataflow
 from streamband.locality.durable import (
     atomic_write_json,
@@ -81,7 +82,7 @@ def replace_merge(local: Any, migrated: Any) -> Any:
     return migrated if local is None else local
 
 
-class ProtocolError(RuntimeError):
+class ProtocolError(InternalError):
     """A message that the protocol says cannot happen (a bug, never a condition)."""
 
 

@@ -52,6 +52,7 @@ from os_ken.controller.handler import (
 from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_3
 
+from streamband.errors import RunError
 from streamband.sdn.flowkey import FlowKey
 from streamband.sdn.priority import PortShape, PriorityError, PriorityQueues
 
@@ -63,7 +64,7 @@ COOKIE_FLAG = 0x5B00_0000_0000_0000  # marks the rules this app manages
 COOKIE_MASK = 0xFF00_0000_0000_0000
 
 
-class EnforcerError(RuntimeError):
+class EnforcerError(RunError):
     """A request the switches cannot carry out (no switch, switch error, timeout)."""
 
 

@@ -86,6 +86,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from streamband.errors import RunError
 from streamband.sdn.flowkey import FlowKey
 
 CLASSES = 8
@@ -105,7 +106,7 @@ _RATE = re.compile(r"\brate (\d+(?:\.\d+)?)([KMG]?)bit\b")
 _UNIT = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9}
 
 
-class PriorityError(RuntimeError):
+class PriorityError(RunError):
     """A port that cannot be prioritised or a failed ``tc`` call."""
 
 

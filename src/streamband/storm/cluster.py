@@ -22,8 +22,8 @@ from typing import Any
 import yaml
 
 from streamband.errors import PreconditionError
+from streamband.procs import RUN_DIR, Cleanup, marked_env, processes_where, terminate
 from streamband.storm.home import JAR_NAME, ensure_home, install_jar, streamband_jar
-from streamband.testbed.registry import RUN_DIR, marked_env
 
 STATE = RUN_DIR / "storm.json"
 TAG = "STREAMBAND_STORM"
@@ -338,16 +338,12 @@ def attach() -> StormCluster:
 
 def tagged_processes(tag: str) -> list[int]:
     """Pids whose environment has ``STREAMBAND_STORM=tag``."""
-    from streamband.testbed.clean import processes_where
-
     needle = f"{TAG}={tag}".encode()
     return processes_where("environ", lambda env: needle in env, exclude={os.getpid()})
 
 
 def stop_tagged(tag: str, grace_s: float = 3.0) -> list[int]:
     """Stop every process of the cluster ``tag`` (TERM, then KILL); returns their pids."""
-    from streamband.testbed.clean import terminate
-
     pids = tagged_processes(tag)
     terminate(pids, grace_s)
     return pids
@@ -403,3 +399,29 @@ def free_port() -> int:
 
 __all__ = ["ClusterSpec", "Host", "StormCluster", "attach", "loopback_spec", "testbed_spec",
            "JAR_NAME"]
+
+
+STORM_HOME_ARG = b"-Dstorm.home="
+
+
+def storm_processes() -> list[int]:
+    """Pids of the Storm JVMs (daemons, workers, log writers) whose ``-Dstorm.home`` is a
+    home the project built (its ``.complete`` file, :func:`~streamband.storm.home.ensure_home`),
+    whether or not they carry the mark: a Supervisor launches its workers with an
+    environment of its own (never this process's line)."""
+    homes: dict[bytes, bool] = {}
+
+    def ours(args: list[bytes]) -> bool:
+        home = next((a[len(STORM_HOME_ARG):] for a in args if a.startswith(STORM_HOME_ARG)),
+                    None)
+        if home is None:
+            return False
+        if home not in homes:
+            homes[home] = (Path(os.fsdecode(home)) / ".complete").is_file()
+        return homes[home]
+
+    return processes_where("cmdline", ours)
+
+
+#: Storm's part of ``streamband testbed clean`` (entry point ``streamband.cleanup``)
+CLEANUP = Cleanup("storm", processes=storm_processes, order=10)

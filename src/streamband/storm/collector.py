@@ -1,51 +1,211 @@
 """The manager's end of the application profiler (000 §V-A2): receives the workers'
-and benchmark tasks' datagrams and keeps the latest of each, written as one JSON
-snapshot (atomically, every ``--every`` seconds) that the manager's profiler reads.
+and benchmark tasks' datagrams (``FlowReporter`` and the topologies' reporters in
+``storm/``), checks each, and keeps the latest of each reporting thing, written as one
+JSON snapshot (atomically) that the profiler reads (:mod:`streamband.storm.profiler`).
+One receiver (:class:`ProfileReceiver`) for the testbed's runs and the
+``streamband manage`` service.
 
-``python -m streamband.storm.collector --listen HOST:PORT --out FILE``
+``python -m streamband.storm.collector --listen HOST:PORT --out FILE [--every S]``
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import socket
+import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from streamband.alloc.base import ABSURD
+from streamband.errors import PreconditionError
 
-def key(rec: dict[str, Any]) -> str:
+
+def report_key(rec: dict[str, Any]) -> str:
     """One slot per reporting thing: a worker (flow reports) or a task (spout, sink)."""
     if rec.get("type") == "flow":
         return f"{rec.get('topology')}|{rec.get('host')}:{rec.get('port')}"
     return f"{rec.get('topology')}|{rec.get('component')}:{rec.get('task')}"
 
 
-def serve(listen: str, out: Path, every: float = 0.25) -> None:
-    host, _, port = listen.rpartition(":")
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sock.bind((host, int(port)))
-    sock.settimeout(every)
-    latest: dict[str, dict[str, dict[str, Any]]] = {"flow": {}, "spout": {}, "sink": {}}
-    received = 0
-    last_write = 0.0
-    tmp = out.with_suffix(".tmp")
-    while True:
+def check_report(rec: Any) -> str | None:
+    """Why a report is garbage (``malformed``, ``not_finite``, ``negative``, ``absurd``),
+    or None when every number in it is a finite count within reason."""
+    if not isinstance(rec, dict) or not isinstance(rec.get("type"), str) \
+            or not isinstance(rec.get("topology"), str):
+        return "malformed"
+    bad: list[str] = []
+
+    def walk(v: Any, key: str) -> None:
+        if isinstance(v, bool):
+            return
+        if isinstance(v, int | float):
+            if not math.isfinite(v):
+                bad.append("not_finite")
+            elif v < 0 and key != "port":  # a worker without a slot reports port -1
+                bad.append("negative")
+            elif abs(v) > ABSURD:
+                bad.append("absurd")
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                walk(x, str(k))
+        elif isinstance(v, list):
+            for x in v:
+                walk(x, key)
+
+    walk(rec, "")
+    return bad[0] if bad else None
+
+
+#: the fields of a task's report that are not counters from the task's start: gauges and
+#: bookkeeping, taken as reported
+NOT_COUNTERS = frozenset({"t", "recv", "task", "port", "pending"})
+
+
+def _counters(rec: dict[str, Any]) -> dict[str, float]:
+    return {k: float(v) for k, v in rec.items()
+            if isinstance(v, int | float) and not isinstance(v, bool) and k not in NOT_COUNTERS}
+
+
+class CounterCarry:
+    """A task's counters across its restarts (a worker killed and launched again reports
+    from zero): a counter that goes down marks a restart, and everything the task had
+    counted before it is carried into every later report, so the topology's totals only
+    grow. Maxima (``*_max_ms``) carry their maximum. A report older (by the task's own
+    clock ``t``) than the last one taken is stale (a datagram overtaken): None."""
+
+    def __init__(self) -> None:
+        self.last: dict[str, dict[str, float]] = {}  # key -> the task's last raw counters
+        self.base: dict[str, dict[str, float]] = {}  # key -> carried from earlier lives
+        self.t: dict[str, float] = {}
+        self.restarts = 0
+
+    def apply(self, key: str, rec: dict[str, Any]) -> dict[str, Any] | None:
+        t = float(rec.get("t", 0.0))
+        if t < self.t.get(key, 0.0):
+            return None
+        self.t[key] = t
+        now = _counters(rec)
+        prev = self.last.get(key)
+        base = self.base.setdefault(key, {})
+        if prev is not None and any(now.get(k, 0.0) < v for k, v in prev.items()
+                                    if not k.endswith("_max_ms")):
+            self.restarts += 1
+            for k, v in prev.items():
+                base[k] = max(base.get(k, 0.0), v) if k.endswith("_max_ms") \
+                    else base.get(k, 0.0) + v
+        self.last[key] = now
+        if not base:
+            return rec
+        out = dict(rec)
+        for k, v in base.items():
+            out[k] = max(v, now.get(k, 0.0)) if k.endswith("_max_ms") else v + now.get(k, 0.0)
+        return out
+
+    def forget(self, keys: list[str]) -> None:
+        for k in keys:
+            self.last.pop(k, None)
+            self.base.pop(k, None)
+            self.t.pop(k, None)
+
+
+class ProfileReceiver:
+    """Receives the workers' and tasks' datagrams on ``listen`` (UDP) and keeps the latest
+    of each reporting thing; :meth:`write` puts them where
+    :class:`~streamband.storm.profiler.StormProfiler` reads them. A malformed, non-finite,
+    negative or absurd datagram is counted in :attr:`rejected` by reason
+    (:func:`check_report`), never kept. A task's counters survive its worker's restart
+    (:class:`CounterCarry`)."""
+
+    def __init__(self, listen: str, snapshot: Path) -> None:
+        host, _, port = listen.rpartition(":")
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
-            data, _ = sock.recvfrom(65536)
+            self.sock.bind((host, int(port)))
+        except OSError as exc:
+            self.sock.close()
+            raise PreconditionError(f"storm.profiler: cannot listen on {listen} (UDP): "
+                                    f"{exc.strerror}") from None
+        self.sock.settimeout(0.2)
+        self.snapshot = snapshot
+        self.latest: dict[str, dict[str, dict[str, Any]]] = {"flow": {}, "spout": {}, "sink": {}}
+        self.received = 0
+        self.rejected: Counter[str] = Counter()
+        self.last_flow: dict[str, float] = {}  # topology id -> time of its newest flow report
+        self.carry = CounterCarry()
+        self.lock = threading.Lock()
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="profiler", daemon=True)
+
+    def start(self) -> ProfileReceiver:
+        self.thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                data, _ = self.sock.recvfrom(65536)
+            except (TimeoutError, OSError):
+                continue
+            self.take(data)
+
+    def take(self, data: bytes) -> str | None:
+        """Keep one datagram; returns why it was rejected, or None."""
+        try:
             rec = json.loads(data)
-            rec["recv"] = time.time()
-            latest.setdefault(str(rec.get("type")), {})[key(rec)] = rec
-            received += 1
-        except (TimeoutError, json.JSONDecodeError, UnicodeDecodeError):
-            pass
-        now = time.monotonic()
-        if now - last_write >= every:
-            tmp.write_text(json.dumps({"time": time.time(), "received": received, **latest}))
-            os.replace(tmp, out)
-            last_write = now
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            rec = None
+        why = check_report(rec)
+        with self.lock:
+            if why:
+                self.rejected[why] += 1
+                return why
+            now = time.time()
+            rec["recv"] = now
+            key = report_key(rec)
+            if rec["type"] in ("spout", "sink"):
+                carried = self.carry.apply(key, rec)
+                if carried is None:
+                    return None
+                rec = carried
+            self.latest.setdefault(str(rec["type"]), {})[key] = rec
+            self.received += 1
+            if rec["type"] == "flow":
+                self.last_flow[rec["topology"]] = now
+        return None
+
+    def view(self) -> dict[str, Any]:
+        with self.lock:
+            return {"time": time.time(), "received": self.received,
+                    **{k: dict(v) for k, v in self.latest.items()}}
+
+    def write(self) -> dict[str, Any]:
+        """Write the snapshot (atomically) and return it."""
+        snap = self.view()
+        tmp = self.snapshot.with_suffix(".tmp")
+        tmp.write_text(json.dumps(snap))
+        os.replace(tmp, self.snapshot)
+        return snap
+
+    def forget(self, topology_id: str) -> None:
+        """Drop a killed topology's reports."""
+        with self.lock:
+            for kind in self.latest.values():
+                gone = [k for k, r in kind.items() if r.get("topology") == topology_id]
+                for k in gone:
+                    del kind[k]
+                self.carry.forget(gone)
+            self.last_flow.pop(topology_id, None)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self.thread.is_alive():
+            self.thread.join(2)
+        self.sock.close()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -54,7 +214,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--every", type=float, default=0.25)
     a = ap.parse_args(argv)
-    serve(a.listen, a.out, a.every)
+    rx = ProfileReceiver(a.listen, a.out).start()
+    try:
+        while True:
+            rx.write()
+            time.sleep(a.every)
+    finally:
+        rx.stop()
 
 
 if __name__ == "__main__":

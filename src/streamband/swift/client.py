@@ -7,10 +7,11 @@ from __future__ import annotations
 import http.client
 from urllib.parse import quote, urlsplit
 
+from streamband.errors import RunError
 from streamband.swift.layout import KEY, USER
 
 
-class SwiftError(RuntimeError):
+class SwiftError(RunError):
     """A request the store refused or that failed on the wire."""
 
 

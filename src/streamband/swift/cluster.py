@@ -29,11 +29,11 @@ from streamband.swift.layout import (
     PROXY_PORT,
     STATE,
     STORE_DIR,
+    Hosts,
     node_files,
 )
 from streamband.swift.rings import build_rings
 from streamband.swift.spec import CLIENT, PROXY, SwiftSpec
-from streamband.testbed.network import Testbed
 
 TOOLS = {"memcached": "memcached", "rsync": "rsync", "mnexec": "mininet", "tc": "iproute2"}
 
@@ -57,9 +57,10 @@ def check_tools() -> None:
 
 
 class SwiftCluster:
-    """The store's processes on a started :class:`Testbed`; ``with`` starts/stops."""
+    """The store's processes on a started set of hosts
+    (:class:`~streamband.swift.layout.Hosts`); ``with`` starts/stops."""
 
-    def __init__(self, tb: Testbed, spec: SwiftSpec, base: Path = STORE_DIR,
+    def __init__(self, tb: Hosts, spec: SwiftSpec, base: Path = STORE_DIR,
                  split: bool = False) -> None:
         self.tb = tb
         self.split = split  # one process per server (the baseline of perf/swift_startup)

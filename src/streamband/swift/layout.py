@@ -12,10 +12,13 @@ service on every host:
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
-from streamband.testbed.registry import RUN_DIR
+from streamband.procs import RUN_DIR, Cleanup
 
 OBJECT_PORT, CONTAINER_PORT, ACCOUNT_PORT = 6200, 6201, 6202
 REPLICATION_PORT, RSYNC_PORT = 6300, 873
@@ -54,3 +57,34 @@ class NodeFiles:
 
 def node_files(host: str, base: Path = STORE_DIR) -> NodeFiles:
     return NodeFiles(base / host)
+
+
+def _leftovers() -> list[str]:
+    return [f"swift store {SWIFT_DIR}"] if SWIFT_DIR.exists() else []
+
+
+def _clean() -> list[str]:
+    gone = _leftovers()
+    shutil.rmtree(SWIFT_DIR, ignore_errors=True)
+    return gone
+
+
+#: the Swift store's part of ``streamband testbed clean`` (entry point
+#: ``streamband.cleanup``): its files, once its processes (marked) are gone
+CLEANUP = Cleanup("swift", leftovers=_leftovers, clean=_clean, order=30)
+
+
+class Hosts(Protocol):
+    """The hosts the store runs on, as the testbed presents them
+    (:class:`streamband.testbed.network.Testbed` is one): an address, a process and the
+    switch port of each host."""
+
+    def ip(self, host: str) -> str: ...
+
+    def node(self, name: str) -> Any: ...
+
+    def switch_port(self, host: str) -> str: ...
+
+    def popen(self, host: str, cmd: list[str], **kw: Any) -> subprocess.Popen[Any]: ...
+
+    def stop(self) -> None: ...

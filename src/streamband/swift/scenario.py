@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from streamband.alloc.bwman import Models, Params, get_policy
-from streamband.backends.swift import SwiftMonitor
-from streamband.control.bwman import BwmanLoop, Points
+from streamband.loop.bwman import BwmanLoop, Points
+from streamband.swift.adapters import SwiftMonitor
 from streamband.swift.failures import FailureGenerator
 from streamband.swift.integrity import RecoveryTracker
 from streamband.swift.session import Session, ops_log

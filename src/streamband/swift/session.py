@@ -1,6 +1,6 @@
-"""A store ready for experiments: the testbed, the store on it, the object space
-populated, and the processes an experiment starts on the client host (workload,
-dispersion monitor), all cleaned up on exit."""
+"""A store ready for experiments: the hosts (a testbed the caller's ``hosts`` starts),
+the store on them, the object space populated, and the processes an experiment starts on
+the client host (workload, dispersion monitor), all cleaned up on exit."""
 
 from __future__ import annotations
 
@@ -8,28 +8,35 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from streamband.errors import PreconditionError
+from streamband.model.testbed import TestbedSpec
 from streamband.swift.cluster import SwiftCluster
 from streamband.swift.integrity import DispersionConfig
+from streamband.swift.layout import Hosts
 from streamband.swift.spec import CLIENT, SwiftSpec
 from streamband.swift.workload import WorkloadConfig
-from streamband.testbed.network import Testbed, TestbedError
-from streamband.testbed.ovs import OvsError
+
+#: starts the hosts of a testbed spec, logging to a directory (``Testbed(spec,
+#: log_dir=...).start()`` on the testbed)
+StartHosts = Callable[[TestbedSpec, Path], Hosts]
 
 
 class Session:
-    """``with Session(spec, out) as s:`` a populated store; ``s.cluster``, ``s.tb``."""
+    """``with Session(spec, out, hosts) as s:`` a populated store on the hosts that
+    ``hosts(spec.testbed, log_dir)`` starts; ``s.cluster``, ``s.tb``."""
 
-    def __init__(self, spec: SwiftSpec, out: Path, console: Any = None,
+    def __init__(self, spec: SwiftSpec, out: Path, hosts: StartHosts, console: Any = None,
                  populate: bool = True) -> None:
         self.spec = spec
+        self.hosts = hosts
         self.do_populate = populate
         self.out = out
         self.console = console
-        self.tb: Testbed | None = None
+        self.tb: Hosts | None = None
         self.cluster: SwiftCluster | None = None
         self.timings: dict[str, float] = {}
 
@@ -40,10 +47,12 @@ class Session:
     def __enter__(self) -> Session:
         self.out.mkdir(parents=True, exist_ok=True)
         t0 = time.monotonic()
+        (self.out / "testbed").mkdir(exist_ok=True)
         try:
-            self.tb = Testbed(self.spec.testbed, log_dir=self.out / "testbed")
-            (self.out / "testbed").mkdir(exist_ok=True)
-            self.tb.start()
+            self.tb = self.hosts(self.spec.testbed, self.out / "testbed")
+        except PreconditionError as exc:
+            raise PreconditionError(f"testbed: {exc}") from None
+        try:
             self.timings["testbed_s"] = time.monotonic() - t0
             self.cluster = SwiftCluster(self.tb, self.spec).start()
             self.timings["swift_startup_s"] = self.cluster.startup_s
@@ -53,9 +62,6 @@ class Session:
                 t1 = time.monotonic()
                 self.populate()
                 self.timings["populate_s"] = time.monotonic() - t1
-        except (TestbedError, OvsError) as exc:
-            self.__exit__()
-            raise PreconditionError(f"testbed: {exc}") from None
         except BaseException:
             self.__exit__()
             raise

@@ -22,9 +22,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from streamband.errors import SpecError, nearest
+from streamband.model.testbed import TestbedSpec
 from streamband.model.topology import Topology
 from streamband.swift.workload import step_rate
-from streamband.testbed.spec import TestbedSpec
 
 #: the roles of the testbed's hosts: one client, one proxy, storage hosts s1..sN
 CLIENT, PROXY = "client", "proxy"

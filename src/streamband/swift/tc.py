@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from streamband.errors import RunError
 from streamband.swift.layout import RECOVERY_PORTS, USER_PORTS
 
 HANDLE = 5
@@ -38,7 +39,7 @@ USER_CLS, RECOVERY_CLS, OTHER_CLS = "10", "20", "30"  # minor ids (tc reads hex)
 MIN_RATE_BPS = 8e3
 
 
-class ShaperError(RuntimeError):
+class ShaperError(RunError):
     """A ``tc`` command failed."""
 
 

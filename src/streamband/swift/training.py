@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from streamband.alloc.bwman import Plan, Share
-from streamband.control.bwman import Points
+from streamband.loop.bwman import Points
 from streamband.swift.failures import FailureGenerator
 from streamband.swift.integrity import RecoveryTracker
 from streamband.swift.session import Session, ops_log

@@ -1,6 +1,7 @@
 """Coflows as real TCP transfers between testbed hosts, with 004's receiver-driven
 priorities (§III-B "C-SJF", §IV-A's testbed): a receiver and a sender program run in
-the hosts' namespaces (``python -m streamband.testbed.coflow receiver|sender PLAN``).
+the hosts' namespaces (``python -m streamband.testbed.coflow PLAN --host H`` for a
+host's senders, ``python -m streamband.testbed.coflow_receiver PLAN --out OUT``).
 
 - Every flow of the plan is one TCP connection from its sender host to the receiver
   host; its first 4 bytes name the flow, the rest is its data. The receiver counts the
@@ -71,7 +72,9 @@ TCP_RTO_MAX_MS, TCP_RTO_MIN_US = 44, 45  # <linux/tcp.h> of Linux 6.15 / 6.16
 MAX_SYNCNT = 127  # <net/tcp.h> MAX_TCP_SYNCNT
 CHUNK = 64 * 1024
 TICK_S = 0.01  # the receiver's decision period and both loops' longest wait
-MODES = ("stream", "tcp")
+#: what a plan's agents do: decide and mark queues (004's receivers) or not (plain TCP);
+#: the bench's modes (:data:`streamband.experiments.paper004_testbed.MODES`) map onto these
+AGENTS = ("stream", "tcp")
 GO_WAIT_S = 60.0  # how long a process waits for the go (or the launcher for "ready")
 START_S = 0.5  # from the go to t0
 
@@ -113,11 +116,13 @@ def launch(popen: Callable[..., subprocess.Popen[Any]], plan: dict[str, Any], rx
         f.unlink()
     pf = sync / "plan.json"
     pf.write_text(json.dumps(dict(plan, t0=None)))
-    agent = [sys.executable, "-m", "streamband.testbed.coflow"]
     kw = {"stdout": subprocess.DEVNULL, "stderr": log}
-    procs = {"receiver": popen(rx_host, [*agent, "receiver", str(pf), "--out", str(out)], **kw)}
+    procs = {"receiver": popen(rx_host, [sys.executable, "-m",
+                                         "streamband.testbed.coflow_receiver", str(pf),
+                                         "--out", str(out)], **kw)}
     for h in sorted({f["sender"] for f in plan["flows"]}):
-        procs[h] = popen(h, [*agent, "sender", str(pf), "--host", h], **kw)
+        procs[h] = popen(h, [sys.executable, "-m", "streamband.testbed.coflow", str(pf),
+                             "--host", h], **kw)
     t_end = time.monotonic() + GO_WAIT_S
     while not all((sync / f"{n}.ready").exists() for n in procs):
         dead = [n for n, p in procs.items() if p.poll() is not None]
@@ -167,8 +172,8 @@ def tcp_stats(sock: socket.socket) -> dict[str, int]:
 def load_plan(path: str | Path) -> dict[str, Any]:
     """The plan the bench wrote (see :func:`streamband.experiments.paper004_testbed.plan`)."""
     plan = json.loads(Path(path).read_text())
-    if plan.get("mode") not in MODES:
-        raise ValueError(f"plan {path}: mode: expected one of {', '.join(MODES)}, "
+    if plan.get("mode") not in AGENTS:
+        raise ValueError(f"plan {path}: mode: expected one of {', '.join(AGENTS)}, "
                          f"got {plan.get('mode')!r}")
     return plan
 
@@ -294,21 +299,13 @@ _PAYLOAD = memoryview(bytes(CHUNK))
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m streamband.testbed.coflow PLAN --host HOST``: the senders of ``HOST``
+    (the receiver is :mod:`streamband.testbed.coflow_receiver`)."""
     ap = argparse.ArgumentParser(prog="python -m streamband.testbed.coflow")
-    sub = ap.add_subparsers(dest="role", required=True)
-    r = sub.add_parser("receiver")
-    r.add_argument("plan")
-    r.add_argument("--out", required=True)
-    s = sub.add_parser("sender")
-    s.add_argument("plan")
-    s.add_argument("--host", required=True)
+    ap.add_argument("plan")
+    ap.add_argument("--host", required=True)
     a = ap.parse_args(argv)
-    plan = load_plan(a.plan)
-    if a.role == "receiver":
-        from streamband.testbed.coflow_receiver import receive
-
-        return receive(plan, Path(a.out))
-    return send(plan, a.host)
+    return send(load_plan(a.plan), a.host)
 
 
 if __name__ == "__main__":

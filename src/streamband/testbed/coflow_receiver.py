@@ -7,6 +7,7 @@ a sender imports only the standard library."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import selectors
@@ -21,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from streamband.sim.coflow.schedulers.stream import demoted
-from streamband.testbed.coflow import CHUNK, HEADER, TICK_S, sync_t0
+from streamband.testbed.coflow import CHUNK, HEADER, TICK_S, load_plan, sync_t0
 
 
 @dataclass
@@ -216,3 +217,16 @@ def receive(plan: dict[str, Any], out: Path) -> int:
     rx.serve(ls)
     rx.write()
     return 0 if rx.done() else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m streamband.testbed.coflow_receiver PLAN --out OUT``."""
+    ap = argparse.ArgumentParser(prog="python -m streamband.testbed.coflow_receiver")
+    ap.add_argument("plan")
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args(argv)
+    return receive(load_plan(a.plan), Path(a.out))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -7,8 +7,8 @@ import signal
 import sys
 import threading
 
+from streamband.model.testbed import load_spec
 from streamband.testbed.network import Testbed
-from streamband.testbed.spec import load_spec
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -21,18 +21,17 @@ from typing import Any
 
 from streamband.errors import PreconditionError
 from streamband.model.routing import Router
+from streamband.model.testbed import TestbedSpec
 from streamband.model.topology import Topology
+from streamband.procs import MARK, marked_env
 from streamband.testbed import ovs
 from streamband.testbed.registry import (
     ALLOWED_CC_BEFORE,
     HOST_PREFIX,
-    MARK,
     SWITCH_PREFIX,
-    marked_env,
     read_state,
     write_state,
 )
-from streamband.testbed.spec import TestbedSpec
 
 
 class TestbedError(PreconditionError):
@@ -184,7 +183,7 @@ class Testbed:
     def _start_controller(self) -> None:
         log = open(self.log_dir / "controller.log", "wb")  # noqa: SIM115
         self.controller = subprocess.Popen(
-            [sys.executable, "-m", "streamband.sdn", "--listen", self.spec.api,
+            [sys.executable, "-m", "streamband.cli.controller", "--listen", self.spec.api,
              "--openflow", self.spec.openflow],
             stdout=log, stderr=subprocess.STDOUT, env=marked_env(), start_new_session=True,
         )
@@ -317,7 +316,7 @@ class Testbed:
     def _register_hosts(self) -> None:
         """Tell the controller where every host attaches, so that a meter without a
         dpid goes on the sender's edge switch (the first switch of its path)."""
-        from streamband.control.api_client import ControllerClient, ControllerError
+        from streamband.sdn.client import ControllerClient, ControllerError
 
         client = ControllerClient(self.spec.api)
         try:
@@ -348,7 +347,7 @@ class Testbed:
     def link_ports(self) -> list[Any]:
         """Where each model link is counted (link id order): a host's uplink enters
         its switch at the host's port (rx), every other link leaves a switch (tx)."""
-        from streamband.backends.openflow import PortRef
+        from streamband.loop.openflow import PortRef
 
         intf: dict[tuple[str, str], str] = {}
         for link in self.net.links:
@@ -440,3 +439,9 @@ def _alive(pid: int) -> bool:
     except (ProcessLookupError, PermissionError, OSError):
         return False
     return True
+
+
+def started(spec: TestbedSpec, log_dir: Path) -> Testbed:
+    """A started testbed of ``spec`` logging to ``log_dir`` (what a system that runs on
+    the testbed's hosts, e.g. :class:`streamband.swift.session.Session`, is given)."""
+    return Testbed(spec, log_dir=log_dir).start()

@@ -7,7 +7,8 @@ import subprocess
 import time
 
 from streamband.errors import PreconditionError
-from streamband.testbed.registry import OVS_STARTED, RUN_DIR
+from streamband.procs import RUN_DIR
+from streamband.testbed.registry import OVS_STARTED
 
 OVS_CTL = "/usr/share/openvswitch/scripts/ovs-ctl"
 

@@ -30,11 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from streamband.control.api_client import ControllerClient
-from streamband.testbed.clean import clean, leftovers
+from streamband.model.testbed import load_spec
+from streamband.procs import clean, leftovers, marked_env
+from streamband.sdn.client import ControllerClient
 from streamband.testbed.network import Testbed
-from streamband.testbed.registry import marked_env
-from streamband.testbed.spec import load_spec
 
 HEADER_BYTES = 66
 IPERF_PORT = 5201
@@ -115,7 +114,7 @@ def lease_expiry(tb: Testbed, client: ControllerClient, dt: float = 1.0) -> dict
     cfg = {"api": tb.spec.api, "dt": dt, "flows": flows, "rates_bps": [5e6, 7e6]}
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(cfg, f)
-    mgr = subprocess.Popen([sys.executable, "-m", "streamband.control.live", f.name],
+    mgr = subprocess.Popen([sys.executable, "-m", "streamband.loop.live", f.name],
                            env=marked_env(), stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
     try:

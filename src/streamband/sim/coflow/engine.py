@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from streamband.errors import RunError
 from streamband.model.fabric import Fabric
 from streamband.sim.coflow.sharing import priority_fill
 from streamband.sim.coflow.workloads import Workload
@@ -30,7 +31,7 @@ TOL_REL = 1e-12
 TOL_BYTES = 1e-6
 
 
-class SimulationError(RuntimeError):
+class SimulationError(RunError):
     """The run cannot go on (e.g. active flows that no event will ever serve)."""
 
 

@@ -33,13 +33,12 @@ from typing import Any
 import httpx
 import yaml
 
-from streamband.control.api_client import ControllerClient
+from streamband.model.testbed import load_spec
+from streamband.procs import clean, leftovers, marked_env
+from streamband.sdn.client import ControllerClient
 from streamband.storm.cluster import StormCluster, tagged_processes, testbed_spec
-from streamband.storm.manage import FORK_JOIN, fork_join_placement
-from streamband.testbed.clean import clean, leftovers
+from streamband.storm.workloads import fork_join, fork_join_placement
 from streamband.testbed.network import Testbed
-from streamband.testbed.registry import marked_env
-from streamband.testbed.spec import load_spec
 
 LOCAL, MASTER = "10.255.255.1", "10.255.255.2"
 LINK_LOCAL, LINK_MASTER = "sbm0", "sbm1"
@@ -137,7 +136,8 @@ class Stage:
 
     # -- the config an operator writes -----------------------------------------------------
     def config(self, topologies: list[dict[str, Any]], state_dir: Path, dt: float = 1.0,
-               placement_every_s: float = 2.0, guard: bool = True) -> dict[str, Any]:
+               placement_every_s: float = 2.0, guard: bool = True,
+               hold_intervals: int = 3) -> dict[str, Any]:
         tb = self.tb
         topo = tb.topo
         refs = tb.link_ports()
@@ -160,7 +160,8 @@ class Stage:
             "topologies": topologies,
             "manager": {"dt_s": dt, "state_dir": str(state_dir),
                         "listen": f"{MASTER}:{MANAGE_PORT}",
-                        "token_env": "STREAMBAND_MANAGE_TOKEN", "guard": guard},
+                        "token_env": "STREAMBAND_MANAGE_TOKEN", "guard": guard,
+                        "hold_intervals": hold_intervals},
         }
 
     def write_config(self, path: Path, *args: Any, **kw: Any) -> Path:
@@ -224,7 +225,7 @@ class Stage:
         spout, not in the workers, and tuples do not time out)."""
         ips = (self.tb.ip("w1"), self.tb.ip("w2"))
         limit = {} if max_pending is None else {"topology.max.spout.pending": max_pending}
-        self.cluster.submit(self.cluster.jar, FORK_JOIN.main, name, {
+        self.cluster.submit(self.cluster.jar, fork_join()[0].main, name, {
             "bench.rate": rate, "bench.replay": 1, "topology.message.timeout.secs": timeout_s,
             "streamband.placement": fork_join_placement(tp, ips), **limit})
         return self.cluster.wait_running(name)

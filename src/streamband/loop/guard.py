@@ -35,7 +35,7 @@ from streamband.alloc.common import Entries
 
 @dataclass
 class HarmGuard:
-    """The decision of :class:`~streamband.control.manager.Manager` to cap or not.
+    """The decision of :class:`~streamband.loop.manager.Manager` to cap or not.
 
     Parameters
     ----------

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import typer
 
-from streamband.command import App, out_dir
-from streamband.errors import OptionError, PreconditionError
+from streamband.cli.command import App
+from streamband.errors import PreconditionError
 from streamband.swift.cluster import check_tools
 from streamband.swift.layout import STATE, SWIFT_DIR
 from streamband.swift.spec import SwiftSpec, load
@@ -66,11 +66,11 @@ def up(spec: Path = typer.Argument(None, help="experiment spec (YAML); default: 
     spec_file = SWIFT_DIR / "spec.json"
     spec_file.write_text(parsed.model_dump_json())
     log_path = SWIFT_DIR / "daemon.log"
-    from streamband.testbed.registry import marked_env
+    from streamband.procs import marked_env
 
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "streamband.swift.daemon", str(spec_file),
+            [sys.executable, "-m", "streamband.backends.swift", str(spec_file),
              *([] if populate else ["--no-populate"])],
             stdout=log, stderr=subprocess.STDOUT, env=marked_env(), start_new_session=True)
     deadline = time.monotonic() + timeout
@@ -85,7 +85,7 @@ def up(spec: Path = typer.Argument(None, help="experiment spec (YAML); default: 
             break
         time.sleep(0.2)
     tail = log_path.read_text(errors="replace").strip().splitlines()
-    from streamband.testbed.clean import clean
+    from streamband.procs import clean
 
     clean()
     typer.echo(f"error: the store did not come up: {tail[-1] if tail else 'no output'}",
@@ -102,7 +102,7 @@ def down(timeout: float = 30.0) -> None:
         deadline = time.monotonic() + timeout
         while _alive(st["pid"]) and time.monotonic() < deadline:
             time.sleep(0.1)
-    from streamband.testbed.clean import clean
+    from streamband.procs import clean
 
     removed = clean()
     STATE.unlink(missing_ok=True)
@@ -122,22 +122,3 @@ def status(as_json: bool = typer.Option(False, "--json", help="print JSON")) -> 
         typer.echo("down")
 
 
-@app.command()
-def run(spec: Path = typer.Argument(..., help="experiment spec (YAML)"),
-        out: Path = typer.Option(Path("out/swift-run"), help="output directory"),
-        repeat: int = typer.Option(1, help="runs per policy (1..100)")) -> None:
-    """Run 002's experiment (training sweep, then the workload with failures without
-    and with the spec's policy); results.json + report.html."""
-    from rich.console import Console
-
-    from streamband.experiments import paper002
-    from streamband.experiments.base import Options
-
-    parsed = _load(spec)
-    out_dir(out)
-    if not 1 <= repeat <= 100:
-        raise OptionError(f"--repeat: expected 1..100 runs, got {repeat}")
-    outcome = paper002.run(out, Options(backend="testbed", repeat=repeat), Console(),
-                           spec=parsed)
-    if not outcome.ok:
-        raise typer.Exit(1)

@@ -22,8 +22,13 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from streamband.control.api_client import ControllerClient
-from streamband.control.manager import LEASE_STEPS
+from streamband.loop.manager import LEASE_STEPS
+from streamband.sdn.client import ControllerClient
+
+#: the lowest rate a meter is set to, bit/s: 0 is an answer of eq. (4) (000: a receiver
+#: with backlog enough for the interval), but a meter at 0 would stall the connection into
+#: TCP's retransmission back-off, which outlasts the next step
+MIN_RATE_BPS = 64e3
 
 
 @dataclass(frozen=True)
@@ -117,13 +122,18 @@ def _key(f: dict[str, Any]) -> tuple[Any, ...]:
 
 
 class MeterEnforcer:
-    """``flows[i]`` is flow i's key (``FlowKey`` fields as a dict) or None for a flow
-    the network does not carry (internal to a host); ``np.inf`` uncaps a flow but
-    keeps its counting rule, so link statistics still see it."""
+    """The bandwidth enforcer of 000 §V-B: one OpenFlow meter per flow, pushed as one
+    batch with a lease (the manager stretches it when steps run late, :class:`Lease`).
+
+    ``flows[i]`` is flow i's key (``FlowKey`` fields as a dict) or None for a flow the
+    network does not carry (internal to a host); ``dpids[i]`` the switch to meter it on
+    (None: every switch on its path); ``np.inf`` uncaps a flow but keeps its counting
+    rule, so link statistics still see it; a finite rate is raised to
+    :data:`MIN_RATE_BPS`."""
 
     def __init__(self, client: ControllerClient, flows: list[dict[str, Any] | None],
                  dt: float, dpids: list[int | None] | None = None,
-                 min_rate_bps: float = 64e3) -> None:
+                 min_rate_bps: float = MIN_RATE_BPS) -> None:
         self.client = client
         self.flows = flows
         self.lease_s = LEASE_STEPS * dt  # the manager stretches it when steps run late
@@ -131,8 +141,9 @@ class MeterEnforcer:
         self.min_rate_bps = min_rate_bps
         self.last: dict[str, Any] = {}
 
-    def enforce(self, rates_bps: np.ndarray) -> None:
-        meters = []
+    def meters(self, rates_bps: np.ndarray) -> list[dict[str, Any]]:
+        """The meter batch of ``rates_bps`` (the controller API's ``meters`` items)."""
+        out = []
         for key, rate, dpid in zip(self.flows, rates_bps, self.dpids, strict=True):
             if key is None:
                 continue
@@ -140,8 +151,12 @@ class MeterEnforcer:
             m: dict[str, Any] = {"flow": key, "rate_bps": r}
             if dpid is not None:
                 m["dpid"] = dpid
-            meters.append(m)
-        self.last = self.client.put_meters(meters, self.lease_s, replace=True)
+            out.append(m)
+        return out
+
+    def enforce(self, rates_bps: np.ndarray) -> None:
+        """Replace every meter with those of ``rates_bps``, leased for :attr:`lease_s`."""
+        self.last = self.client.put_meters(self.meters(rates_bps), self.lease_s, replace=True)
 
 
 class CountingEnforcer(MeterEnforcer):

@@ -48,7 +48,7 @@ class Monitor(Protocol):
         ...
 
 
-class Enforcer(Protocol):
+class PlanEnforcer(Protocol):
     def enforce(self, plan: Plan | None) -> None:
         """Set every storage node's classes (None: plain sharing); renews the lease."""
         ...
@@ -118,7 +118,7 @@ def _num(x: float) -> float | None:
 class BwmanLoop:
     """MAPE-K every ``dt`` seconds (:meth:`step`; :meth:`start` runs it in a thread)."""
 
-    def __init__(self, monitor: Monitor, enforcer: Enforcer, policy: Policy,
+    def __init__(self, monitor: Monitor, enforcer: PlanEnforcer, policy: Policy,
                  models: Models | None, params: Params, quota_bps: float, dt: float,
                  refit_error: float = 0.25, training: dict[str, Points] | None = None,
                  failure_window_s: float = 60.0, settle_s: float = 4.0,

@@ -1,5 +1,5 @@
 """``streamband manage --config cluster.yaml``: the manager as a service
-(:mod:`streamband.control.service`)."""
+(:mod:`streamband.manage.service`)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ def manage(
 ) -> None:
     """Run the manager as a service against a Storm cluster and an OpenFlow controller
     (dashboard, API and /metrics at manager.listen)."""
-    from streamband.backends.cluster import load_config
-    from streamband.control.service import Service, serve
+    from streamband.manage.config import load_config
+    from streamband.manage.service import Service, serve
 
     cfg = load_config(config)
     if check:

@@ -2,7 +2,7 @@
 step every Δt against real adapters, every allocation logged as one JSON line, and
 Prometheus metrics (flow rates, link capacities, optimizer time).
 
-``python -m streamband.control.live LOOP.json`` runs it as its own process (the
+``python -m streamband.loop.live LOOP.json`` runs it as its own process (the
 lease test of the selftest ``kill -9``\\ s exactly this process)."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from prometheus_client import (
     start_http_server,
 )
 
-from streamband.control.manager import Allocation, Manager
+from streamband.loop.manager import Allocation, Manager
 
 disable_created_metrics()  # no *_created series: every counter starts with the manager
 
@@ -236,8 +236,8 @@ def main(argv: list[str] | None = None) -> None:
     import scipy.sparse as sp
 
     from streamband.alloc.base import FlowState
-    from streamband.backends.openflow import MeterEnforcer
-    from streamband.control.api_client import ControllerClient
+    from streamband.loop.openflow import MeterEnforcer
+    from streamband.sdn.client import ControllerClient
 
     cfg = json.loads(Path((argv or sys.argv[1:])[0]).read_text())
     n = len(cfg["flows"])

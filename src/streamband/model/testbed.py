@@ -97,7 +97,7 @@ def load_spec(spec: str | Path | dict[str, Any]) -> TestbedSpec:
     SpecError
         One line naming the file or short form, the field and what was expected.
     """
-    from streamband.experiments.spec import load_yaml
+    from streamband.model.spec import load_yaml
 
     source = ""
     if isinstance(spec, dict):

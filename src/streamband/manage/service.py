@@ -1,10 +1,13 @@
 """``streamband manage --config cluster.yaml``: the manager of 000 Fig. 4 / §V-A as a
-long-running service beside a Storm cluster, through the ``cluster`` backend
-(:mod:`streamband.backends.cluster`): addresses only, never Mininet.
+long-running service beside a Storm cluster known by its addresses
+(:mod:`streamband.manage.config`), never Mininet.
 
-Every Δt, for every managed topology that runs: observe (profiler, link statistics),
-decide (its policy, switchable live), then one enforcement of every topology's flows
-(one meter batch with a lease of 3 Δt, so a dead manager fails open). Rules of safety:
+Every Δt, for every managed topology that runs: observe (Storm's profiler,
+:class:`~streamband.storm.profiler.ClusterProfiler`, and link statistics), decide (its
+policy, switchable live), then one enforcement of every topology's flows through the
+meter enforcer every backend uses (:class:`~streamband.loop.openflow.MeterEnforcer`: one
+batch, leased for 3 Δt or 3 of the recent gaps between steps when they run late,
+:class:`~streamband.loop.manager.Lease`, so a dead manager fails open). Rules of safety:
 
 - a report or a flow state with a non-finite, negative or absurd value is rejected and
   counted, never enforced; the step keeps the last safe allocation (``hold``);
@@ -18,7 +21,7 @@ decide (its policy, switchable live), then one enforcement of every topology's f
 
 Every ``placement_every_s`` Nimbus is asked for the topologies and their placement: a
 topology submitted, killed or rebalanced is picked up (placement re-read, flows re-mapped)
-while the service runs. The state directory (:mod:`streamband.control.state`) keeps the
+while the service runs. The state directory (:mod:`streamband.manage.state`) keeps the
 policies, allocations, leases, the last safe allocation and the routing; a restarted
 service re-applies the last safe allocation at once if its lease would still run.
 
@@ -38,30 +41,27 @@ from typing import Any
 
 import numpy as np
 
+from streamband.alloc.base import GarbageState
 from streamband.alloc.registry import POLICIES
-from streamband.backends.cluster import (
+from streamband.errors import OptionError, PreconditionError
+from streamband.loop.guard import HarmGuard
+from streamband.loop.live import ManagerMetrics
+from streamband.loop.manager import LEASE_STEPS, Allocation, Lease, Manager
+from streamband.loop.openflow import ControllerLinkStats, MeterEnforcer, port_rates
+from streamband.manage.config import (
     ClusterConfig,
-    ClusterProfiler,
-    FlowMapping,
-    GarbageState,
     Network,
-    ProfileReceiver,
     TopologyConfig,
     check_policy,
-    map_flows,
     secret,
-    throughput,
 )
-from streamband.backends.openflow import ControllerLinkStats, port_rates
-from streamband.backends.storm import app_totals
-from streamband.control.api_client import ControllerClient, ControllerError
-from streamband.control.guard import HarmGuard
-from streamband.control.live import ManagerMetrics
-from streamband.control.manager import Allocation, Manager
-from streamband.control.state import State
-from streamband.errors import OptionError, PreconditionError
+from streamband.manage.state import State
 from streamband.sdn.auth import LOOPBACK
+from streamband.sdn.client import ControllerClient, ControllerError
+from streamband.storm.collector import ProfileReceiver
+from streamband.storm.flows import FlowMapping, map_flows
 from streamband.storm.nimbus import NimbusClient, NimbusError
+from streamband.storm.profiler import ClusterProfiler, app_totals, throughput
 
 #: points of history the dashboard's charts show per topology
 SERIES = 300
@@ -181,6 +181,11 @@ class Service:
         self.client = ControllerClient(cfg.controller.api, secret(cfg.controller.token_env),
                                        timeout=max(1.0, min(5.0, self.dt)))
         self.counters = StepCounters(self.client)
+        #: every topology's flows are pushed as one batch through one enforcer, under
+        #: one lease that late steps stretch (as every backend's Manager does)
+        self.enforcer = MeterEnforcer(self.client, [], self.dt)
+        self.lease = Lease(self.dt)
+        self.lease_s = LEASE_STEPS * self.dt  # the lease of the last push
         self.nimbus = NimbusClient(cfg.storm.nimbus, timeout=5.0)
         self.state: State = None  # type: ignore[assignment]  # opened by start()
         self.snapshot = Path(cfg.manager.state_dir) / "profile.json"
@@ -195,8 +200,8 @@ class Service:
         self.started_at = time.time()
         self._edges: dict[str, list[tuple[str, str]]] = {}
         self._pushed = False
-        #: topology -> (until, meters): a resumed allocation not yet re-mapped
-        self.resumed: dict[str, tuple[float, list[dict[str, Any]]]] = {}
+        #: topology -> (until, flow keys, rates): a resumed allocation not yet re-mapped
+        self.resumed: dict[str, tuple[float, list[dict[str, Any]], list[float]]] = {}
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
@@ -290,23 +295,30 @@ class Service:
     # -- resume -----------------------------------------------------------------------------
     def resume(self) -> None:
         """Re-apply each topology's last safe allocation if its lease would still run (the
-        manager was down less than 3 Δt), so a restart keeps the caps in place."""
+        manager was down less than :data:`LEASE_STEPS` Δt), so a restart keeps the caps in
+        place."""
         now = time.time()
-        meters, kept = [], []
-        for name, (when, keys, rates) in self.state.safe().items():
-            if name not in self.tops or now - when > 3 * self.dt:
+        keys: list[dict[str, Any]] = []
+        rates: list[float] = []
+        kept = []
+        for name, (when, flows, safe) in self.state.safe().items():
+            if name not in self.tops or now - when > LEASE_STEPS * self.dt:
                 continue
             kept.append(name)
-            mine = [self._meter(k, r) for k, r in zip(keys, rates, strict=True)]
-            self.resumed[name] = (when + self.cfg.manager.hold_intervals * self.dt + 3 * self.dt,
-                                  mine)
-            meters += mine
-        if not meters:
+            mine = [float(r) for r in safe]  # inf: uncapped
+            until = when + (self.cfg.manager.hold_intervals + LEASE_STEPS) * self.dt
+            self.resumed[name] = (until, list(flows), mine)
+            keys += flows
+            rates += mine
+        if not keys:
             return
+        enf = self.enforcer
+        enf.flows, enf.dpids = keys, [self.net.dpid.get(k["src_ip"]) for k in keys]
+        enf.lease_s = self.lease_s = self.lease.at(now)
         try:
-            self.client.put_meters(meters, 3 * self.dt, replace=True)
+            enf.enforce(np.array(rates))
             self.state.event("resume", f"re-applied the last safe allocation of "
-                             f"{', '.join(kept)} ({len(meters)} flows)")
+                             f"{', '.join(kept)} ({len(keys)} flows)")
         except ControllerError as exc:
             self._alert("controller", "controller unreachable", str(exc))
 
@@ -347,7 +359,7 @@ class Service:
     def _map(self, mt: Managed, topology_id: str, info: dict[str, Any]) -> None:
         if topology_id not in self._edges:
             self._edges[topology_id] = self.nimbus.edges(topology_id)
-        mapping = map_flows(info, self._edges[topology_id], self.net, mt.cfg.tuple_bytes)
+        mapping = map_flows(info, self._edges[topology_id], self.net.topo, mt.cfg.tuple_bytes)
         with self.lock:
             old = mt.id
             if old and old != topology_id and self.receiver:
@@ -410,7 +422,7 @@ class Service:
 
     # -- policies ---------------------------------------------------------------------------
     def _guard(self, policy: str) -> HarmGuard | None:
-        """Do no harm (:mod:`streamband.control.guard`) for a policy that caps, if the
+        """Do no harm (:mod:`streamband.loop.guard`) for a policy that caps, if the
         config asks for it."""
         return HarmGuard() if self.cfg.manager.guard and policy not in ("tcp",
                                                                         "observe") else None
@@ -430,14 +442,6 @@ class Service:
         return {"topology": topology, "policy": policy, "previous": old}
 
     # -- one step ---------------------------------------------------------------------------
-    def _meter(self, key: dict[str, Any], rate: float) -> dict[str, Any]:
-        r = None if not np.isfinite(rate) else max(float(rate), 64e3)
-        m: dict[str, Any] = {"flow": key, "rate_bps": r}
-        dpid = self.net.dpid.get(key["src_ip"])
-        if dpid is not None:
-            m["dpid"] = dpid  # the sender's edge switch
-        return m
-
     def step(self) -> None:
         """One allocation of every managed topology, pushed as one meter batch."""
         t0 = time.perf_counter()
@@ -457,28 +461,38 @@ class Service:
                         self._observe_app(mt, snap, now)
             return
         with self.lock:
-            meters: list[dict[str, Any]] = []
-            leases: list[tuple[str, dict[str, Any], float | None]] = []
+            keys: list[dict[str, Any]] = []
+            rates: list[float] = []
+            owners: list[str] = []
             done: list[tuple[Managed, Allocation | None, float]] = []
             for mt in self.tops.values():
                 if mt.mapping is None or mt.manager is None:
                     continue
                 alloc = self._decide(mt, now)
-                for k, r in zip(mt.mapping.keys, mt.rates, strict=True):
-                    m = self._meter(k, r)
-                    meters.append(m)
-                    leases.append((mt.name, k, m["rate_bps"]))
+                keys += mt.mapping.keys
+                rates += [float(r) for r in mt.rates]
+                owners += [mt.name] * mt.mapping.n
                 self._observe_app(mt, snap, now)
                 done.append((mt, alloc, now))
-            for name, (until, kept) in list(self.resumed.items()):
+            for name, (until, kept_keys, kept_rates) in list(self.resumed.items()):
                 if now < until and self.tops[name].mapping is None:
-                    meters += kept  # resumed, not yet re-mapped: keep its caps a while
+                    # resumed, not yet re-mapped: keep its caps a while
+                    keys += kept_keys
+                    rates += kept_rates
+                    owners += [name] * len(kept_keys)
                 else:
                     del self.resumed[name]
-            if not meters:
+            lease = self.lease.at(now)
+            if not keys:
                 return  # nothing to manage: whatever leases remain run out (fail-open)
+            enf = self.enforcer
+            # the sender's edge switch meters each flow
+            enf.flows, enf.dpids = keys, [self.net.dpid.get(k["src_ip"]) for k in keys]
+            enf.lease_s = self.lease_s = lease
+            meters = enf.meters(np.array(rates))
             try:
-                res = self.client.put_meters(meters, 3 * self.dt, replace=True)
+                enf.enforce(np.array(rates))
+                res = enf.last
             except ControllerError as exc:
                 self.metrics.controller_up.set(0)
                 self.metrics.errors.labels("controller").inc()
@@ -491,7 +505,8 @@ class Service:
                                  "installed on the controller (new flows, or a controller "
                                  "that lost them)")
             self._pushed = True
-            self.state.set_leases(leases, now + 3 * self.dt)
+            self.state.set_leases([(o, m["flow"], m["rate_bps"])
+                                   for o, m in zip(owners, meters, strict=True)], now + lease)
             spent = time.perf_counter() - t0
             self.metrics.latency.observe(spent)
             self.steps += 1
@@ -648,7 +663,7 @@ class Service:
                 })
             return {
                 "time": time.time(), "started": self.started_at, "starts": self.starts,
-                "dt_s": self.dt, "steps": self.steps,
+                "dt_s": self.dt, "steps": self.steps, "lease_s": self.lease_s,
                 "policies": ["tcp"] + [n for n, e in POLICIES.items() if e.kind == "loop"],
                 "topologies": tops,
                 "links": {"names": self.net.names,
@@ -685,7 +700,7 @@ def serve(cfg: ClusterConfig) -> None:
     """Run the service until SIGTERM / SIGINT (the dashboard in this thread)."""
     import uvicorn
 
-    from streamband.control.dashboard import create_app
+    from streamband.manage.dashboard import create_app
 
     service = Service(cfg)
     sock = bind(cfg.manager.listen)  # before anything is created: a busy port stops here

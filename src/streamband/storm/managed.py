@@ -1,24 +1,28 @@
 """A running Storm topology under the manager loop of 000 Fig. 4 on the testbed: the
-Storm profiler (:mod:`streamband.backends.storm`), the controller's link statistics and
-meters, one policy for a measured window; throughput and event-time latency from the
-topology's sinks, loss from its spouts' acking.
-
-``FORK_JOIN`` holds 001's fork-join as Storm runs it (:class:`ForkJoin` in ``storm/``):
-its edges, tuple sizes and the three placements of {A, B, C, D} on two hosts."""
+Storm profiler (:mod:`streamband.storm.profiler`), the controller's link statistics and
+meters (:mod:`streamband.loop.openflow`), one policy for a measured window; throughput
+and event-time latency from the topology's sinks, loss from its spouts' acking."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from streamband.alloc import get_policy
-from streamband.backends.openflow import ControllerLinkStats, CountingEnforcer, MeterEnforcer
-from streamband.backends.storm import (
+from streamband.loop.guard import HarmGuard
+from streamband.loop.live import LiveLoop
+from streamband.loop.manager import Manager
+from streamband.loop.openflow import ControllerLinkStats, CountingEnforcer, MeterEnforcer
+from streamband.model.app import App
+from streamband.model.routing import routing_matrix
+from streamband.sdn.client import ControllerClient
+from streamband.storm.cluster import StormCluster
+from streamband.storm.flows import WorkerPair, component_pairs, flow_key
+from streamband.storm.profiler import (
     LATENCY_BUCKETS,
     StormProfiler,
     app_totals,
@@ -26,60 +30,25 @@ from streamband.backends.storm import (
     latency_percentiles,
     read_snapshot,
 )
-from streamband.control.api_client import ControllerClient
-from streamband.control.guard import HarmGuard
-from streamband.control.live import LiveLoop
-from streamband.control.manager import Manager
-from streamband.model.routing import routing_matrix
-from streamband.storm.cluster import StormCluster
-from streamband.storm.flows import WorkerPair, component_pairs, flow_key
-
-KB = 1024
-
-
-@dataclass(frozen=True)
-class Workload:
-    """A benchmark topology: its main class, edges (component pairs) and bytes per tuple."""
-
-    main: str
-    edges: tuple[tuple[str, str], ...]
-    tuple_bytes: tuple[int, ...]
-
-
-FORK_JOIN = Workload("streamband.storm.topo.ForkJoin",
-                     (("A", "B"), ("A", "C"), ("B", "D"), ("C", "D")),
-                     (8 * KB, 4 * KB, 6 * KB, 3 * KB))
-FORK_JOIN_PLACEMENTS = {  # 001 §III: {A, B, C, D} on two machines
-    "TP1": ({"A", "B"}, {"C", "D"}),
-    "TP2": ({"A", "C"}, {"B", "D"}),
-    "TP3": ({"A", "D"}, {"B", "C"}),
-}
-
-
-def fork_join_placement(tp: str, ips: tuple[str, str]) -> dict[str, list[str]]:
-    """The scheduler's placement (component -> hosts) of placement ``tp``."""
-    try:
-        first, _ = FORK_JOIN_PLACEMENTS[tp]
-    except KeyError:
-        raise ValueError(f"placement: expected TP1, TP2 or TP3, got {tp!r}") from None
-    return {c: [ips[0] if c in first else ips[1]] for c in "ABCD"}
+from streamband.storm.workloads import Workload
 
 
 class ManagedTopology:
     """The network flows of one running topology and the adapters that observe them."""
 
-    def __init__(self, tb: Any, cluster: StormCluster, info: dict[str, Any],
-                 work: Workload) -> None:
+    def __init__(self, tb: Any, cluster: StormCluster, info: dict[str, Any], work: Workload,
+                 app: App) -> None:
         self.tb = tb
         self.cluster = cluster
         self.info = info
         st = tb.state()
         self.by_ip = {h["ip"]: name for name, h in st["hosts"].items()}
         self.read = host_reader({h["ip"]: h["pid"] for h in st["hosts"].values()})
-        size = dict(zip(work.edges, work.tuple_bytes, strict=True))
+        edges = work.edges(app)
+        size = dict(zip(edges, work.tuple_bytes(app), strict=True))
         self.pairs: list[WorkerPair] = []
         self.bytes: list[float] = []
-        for p in component_pairs(info, list(work.edges)):
+        for p in component_pairs(info, list(edges)):
             if p.remote:
                 self.pairs.append(p)
                 a, b = p.label.split("->")
@@ -114,7 +83,7 @@ class ManagedTopology:
         """``policy`` (``tcp`` = no meters, else an allocation policy) for ``seconds``;
         returns the window's row (``input_queue``: see :class:`StormProfiler`;
         ``on_step``: called with the link statistics after every allocation; ``guard``:
-        do no harm, :class:`~streamband.control.guard.HarmGuard`)."""
+        do no harm, :class:`~streamband.loop.guard.HarmGuard`)."""
         tb = self.tb
         client = ControllerClient(tb.spec.api)
         client.delete_meters()

@@ -19,7 +19,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from typer.core import TyperCommand
 
-from streamband.command import App, number, out_file
+from streamband.cli.command import App, number, out_file
 from streamband.errors import OptionError, nearest
 from streamband.sim.coflow.run import TOPOLOGIES, UNITS, parse_topology, simulate
 from streamband.sim.coflow.schedulers.registry import NAMES, REGISTRY

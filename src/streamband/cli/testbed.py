@@ -12,12 +12,12 @@ from pathlib import Path
 
 import typer
 
-from streamband.command import App, out_file
+from streamband.cli.command import App, out_file
 from streamband.errors import PreconditionError
-from streamband.testbed.clean import clean as clean_all
-from streamband.testbed.clean import leftovers
-from streamband.testbed.registry import RUN_DIR, marked_env, read_state
-from streamband.testbed.spec import load_spec
+from streamband.model.testbed import load_spec
+from streamband.procs import RUN_DIR, leftovers, marked_env
+from streamband.procs import clean as clean_all
+from streamband.testbed.registry import read_state
 
 app = App(help="The emulated testbed: Mininet + OVS (userspace) + the controller.",
           no_args_is_help=True)

@@ -4,11 +4,11 @@ policy, act through an enforcer (rates, as meters) and a class enforcer (strict-
 classes, 000 §VII). One loop for every backend; it also keeps what a policy carries
 from one step to the next (App-Fair's history of eq. 5).
 
-Division of labour in ``control/``: :mod:`.manager` is the loop and the three adapter
+Division of labour in ``loop/``: :mod:`.manager` is the loop and the three adapter
 interfaces it talks to (:class:`Profiler`, :class:`LinkStats`, :class:`Enforcer`);
-each backend implements them in its module of :mod:`streamband.backends`.
-:mod:`.live` runs the loop in real time (allocation log, Prometheus metrics);
-:mod:`.api_client` talks to the SDN controller's HTTP API (:mod:`streamband.sdn`).
+the OpenFlow adapters (link statistics, meters, classes) are :mod:`.openflow`, each
+engine's profiler lives with the engine (:mod:`streamband.storm.profiler`);
+:mod:`.live` runs the loop in real time (allocation log, Prometheus metrics).
 Policies live in :mod:`streamband.alloc`; the loop never decides, a policy never
 sees a backend.
 """
@@ -24,8 +24,8 @@ import numpy as np
 
 from streamband.alloc.base import AllocProblem, FlowState, Policy, as_decision
 from streamband.alloc.common import bottlenecked_links, entries
-from streamband.control.guard import HarmGuard
 from streamband.errors import PreconditionError
+from streamband.loop.guard import HarmGuard
 
 #: Δt steps a link stays bottlenecked after the last step whose demands reached its
 #: capacity (hysteresis of the cap / no-cap decision; 1: none). On Storm the demands of
@@ -38,12 +38,11 @@ HOLD_STEPS = 3
 LEASE_STEPS = 3
 #: a link counts as bottlenecked (000 Algorithm 1 line 11) only while the switch's port
 #: counters show it carrying at least this share of its capacity, where the link
-#: statistics measure it (:meth:`LinkStats.utilisation`). Line 11 reads the demands of
+#: statistics measure it (:meth:`LinkStats.utilisation`): line 11 reads the demands of
 #: eq. (3), whose 2 L^s term also grows when a sender's backlog waits for something other
-#: than the link (a CPU-bound worker, a slow receiver): on Storm's two_tier, TT's caps
-#: were held on links the counters showed 31-44 % full (session 9), and capping a link
-#: that is not full takes bandwidth from no one in order to give it to no one. Under TCP
-#: a bottleneck runs at 0.98-1.0 of its capacity on the testbed (bench paper-000 util).
+#: than the link (a CPU-bound worker, a slow receiver), and capping a link that is not
+#: full takes bandwidth from no one to give it to no one; a bottleneck under TCP runs
+#: near 1.0 of its capacity, so 0.8 separates the two.
 FULL_FRAC = 0.8
 
 
@@ -99,6 +98,25 @@ class Allocation:
     held: np.ndarray | None = None
     phase_s: dict[str, float] | None = None
     util: np.ndarray | None = None
+
+
+@dataclass
+class Lease:
+    """The lease of one enforcement, seconds: :data:`LEASE_STEPS` x the longer of Δt and
+    the last :data:`LEASE_STEPS` gaps between the steps' ``now``, so that steps that run
+    late stretch it and never let the caps lapse mid-run, and a dead manager's caps
+    expire (fail-open) within a few of its own recent steps."""
+
+    dt: float
+    _last: float | None = field(default=None, repr=False)
+    _gaps: list[float] = field(default_factory=list, repr=False)
+
+    def at(self, now: float) -> float:
+        """The lease of the step at ``now`` (records ``now``)."""
+        if self._last is not None and now > self._last:
+            self._gaps = [*self._gaps[-(LEASE_STEPS - 1):], now - self._last]
+        self._last = now
+        return LEASE_STEPS * max([self.dt, *self._gaps])
 
 
 @dataclass
@@ -174,9 +192,7 @@ class Manager:
     history: list[Allocation] = field(default_factory=list)
     #: per link, consecutive steps whose demands stayed below capacity
     _calm: np.ndarray | None = field(default=None, repr=False)
-    #: ``now`` of the last step and the last gaps between steps, seconds
-    _last_now: float | None = field(default=None, repr=False)
-    _gaps: list[float] = field(default_factory=list, repr=False)
+    _lease: Lease | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.hold < 1:
@@ -206,10 +222,10 @@ class Manager:
     def lease_s(self, now: float) -> float:
         """The lease of this step's enforcement, seconds: :data:`LEASE_STEPS` x the
         longer of Δt and the recent gaps between steps (records ``now``)."""
-        if self._last_now is not None and now > self._last_now:
-            self._gaps = [*self._gaps[-(LEASE_STEPS - 1):], now - self._last_now]
-        self._last_now = now
-        return LEASE_STEPS * max([self.dt, *self._gaps])
+        if self._lease is None:
+            self._lease = Lease(self.dt)
+        self._lease.dt = self.dt
+        return self._lease.at(now)
 
     def step(self, now: float) -> Allocation:
         lease = self.lease_s(now)

@@ -3,7 +3,7 @@
 ``run`` and ``bench`` hand their options to :mod:`streamband.experiments`; the
 ``coflow``, ``locality``, ``testbed`` and ``controller`` commands live beside the
 packages they drive. An error the user caused ends any command with one line on
-stderr and exit code 2 (:mod:`streamband.command`); a bench whose checks fail exits 1.
+stderr and exit code 2 (:mod:`streamband.cli.command`); a bench whose checks fail exits 1.
 Units: Mbit/s = 10^6 bit/s and seconds here; ``coflow`` keeps the trace's convention
 (1 Gbit/s = 2^30 bit/s, MiB) and says so.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from streamband.command import App, number, out_dir
+from streamband.cli.command import App, number, out_dir
 from streamband.errors import OptionError
 
 app = App(no_args_is_help=True,
@@ -26,13 +26,13 @@ app = App(no_args_is_help=True,
 
 
 def _mount() -> None:
-    from streamband.control.cli import manage
-    from streamband.locality.cli import app as locality_app
-    from streamband.sdn.cli import controller
-    from streamband.sim.coflow.cli import app as coflow_app
-    from streamband.storm.cli import app as storm_app
-    from streamband.swift.cli import app as swift_app
-    from streamband.testbed.cli import app as testbed_app
+    from streamband.cli.coflow import app as coflow_app
+    from streamband.cli.controller import controller
+    from streamband.cli.locality import app as locality_app
+    from streamband.cli.manage import manage
+    from streamband.cli.storm import app as storm_app
+    from streamband.cli.swift import app as swift_app
+    from streamband.cli.testbed import app as testbed_app
 
     app.add_typer(coflow_app, name="coflow")
     app.add_typer(locality_app, name="locality")
@@ -95,7 +95,7 @@ def run(
     from streamband.backends import backend as get_backend
     from streamband.experiments.base import with_options
     from streamband.experiments.runner import execute, write_outputs
-    from streamband.experiments.spec import load_spec
+    from streamband.model.spec import load_spec
 
     out_dir(out)
     opts = _options(backend, seconds, repeat, max_pending=max_pending, guard=guard,
@@ -154,6 +154,9 @@ def bench(
     guard: bool = typer.Option(None, "--guard/--no-guard", help=GUARD_HELP),
     max_pending: int = typer.Option(None, help=PENDING_HELP),
     tuple_scale: float = typer.Option(None, help=SCALE_HELP),
+    spec: Path = typer.Option(None, help="paper-002: a Swift experiment spec (YAML) in "
+                              "place of the shipped one (other experiments: streamband "
+                              "run SPEC)"),
 ) -> None:
     """Reproduce a paper's evaluation: tables, checks, results.json and report.html.
     Exit code 1 when a check fails."""
@@ -171,10 +174,18 @@ def bench(
     elif policy is not None and policy_entry(policy).kind != "loop":
         raise OptionError(f"--policy: expected a manager-loop policy, got {policy!r} "
                           f"(kind {policy_entry(policy).kind})")
+    given: dict[str, object] = {}
+    if spec is not None:
+        if name != "paper-002":
+            raise OptionError(f"--spec: applies to paper-002 only (other experiments: "
+                              f"streamband run SPEC), got {name}")
+        from streamband.swift.spec import load
+
+        given["spec"] = load(spec)
     opts = _options(backend, seconds, repeat, full_trace=full_trace, policy=policy,
                     guard=guard, max_pending=max_pending, tuple_scale=tuple_scale)
     target = out_dir(out or Path("out") / (name + ("" if backend == "sim" else f"-{backend}")))
-    outcome = mod.run(target, opts, _console())
+    outcome = mod.run(target, opts, _console(), **given)
     if not outcome.ok:
         failed = [c.what for c in outcome.comparison.checks if not c.ok]
         typer.echo(f"{len(failed)} check(s) failed: {'; '.join(failed[:3])}"

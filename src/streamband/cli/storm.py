@@ -12,7 +12,7 @@ from typing import Any
 import typer
 from rich.console import Console
 
-from streamband.command import App
+from streamband.cli.command import App
 from streamband.errors import PreconditionError, StreambandError
 from streamband.storm import cluster as sc
 from streamband.testbed.registry import read_state

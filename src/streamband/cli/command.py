@@ -21,7 +21,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from streamband.errors import OptionError, StreambandError
+from streamband.errors import InternalError, OptionError, StreambandError
 
 #: every character ``str.splitlines`` breaks a line at
 _LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
@@ -51,6 +51,8 @@ def _guarded(f: Callable[..., Any]) -> Callable[..., Any]:
     def run(*args: Any, **kwargs: Any) -> Any:
         try:
             return f(*args, **kwargs)
+        except InternalError:
+            raise  # a bug: its traceback is what to read
         except StreambandError as err:
             raise fail(err) from None
 

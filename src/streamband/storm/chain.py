@@ -244,7 +244,7 @@ class ChainRun:
 
     # -- observation ----------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
-        from streamband.backends.storm import read_snapshot
+        from streamband.storm.profiler import read_snapshot
 
         return read_snapshot(self.cluster.work / "profile.json")
 

@@ -38,7 +38,7 @@ class PolicySwitch(BaseModel):
 
 
 def create_app(service: Any) -> FastAPI:
-    """The dashboard and API of a running :class:`~streamband.control.service.Service`."""
+    """The dashboard and API of a running :class:`~streamband.manage.service.Service`."""
     app = FastAPI(title="streamband manager", version="1",
                   description="The manager of paper 000 §V-A as a service: status, policies, "
                   "allocations, Prometheus metrics")

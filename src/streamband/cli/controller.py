@@ -6,7 +6,7 @@ import os
 
 import typer
 
-from streamband.command import number
+from streamband.cli.command import number
 from streamband.errors import OptionError, nearest
 from streamband.sdn.server import serve
 
@@ -34,9 +34,14 @@ def controller(
 
 
 def main() -> None:
-    """``python -m streamband.sdn``: the controller alone, errors as one line."""
-    from streamband.command import App
+    """``python -m streamband.cli.controller``: the controller alone (the testbed runs it
+    so), errors as one line."""
+    from streamband.cli.command import App
 
     app = App()
     app.command()(controller)
     app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,5 @@
+"""``python -m streamband.cli``: the ``streamband`` command."""
+
+from streamband.cli import main
+
+main()

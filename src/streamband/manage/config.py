@@ -1,0 +1,259 @@
+"""``streamband manage``'s ``cluster.yaml``: a Storm cluster, an OpenFlow controller,
+the network between them (switches by dpid, hosts by address, the switch ports that count
+each link), the topologies to manage and the service's settings; validated on load
+(:func:`load_config`), one line per error. :class:`Network` is the config's network as
+the loop models it: a :class:`~streamband.model.topology.Topology` whose hosts are
+addresses, routed by shortest paths (ECMP by host pair) as the testbed installs them."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from streamband.alloc.registry import POLICIES, policy_entry
+from streamband.errors import SpecError, one_line
+from streamband.loop.manager import FULL_FRAC
+from streamband.loop.openflow import PortRef
+from streamband.model.spec import load_yaml
+from streamband.model.topology import Topology
+
+
+# -- the config ---------------------------------------------------------------------------
+def _address(v: str, what: str) -> str:
+    host, sep, port = v.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ValueError(f"expected HOST:PORT for {what} (port 1..65535)")
+    return v
+
+
+class StormEndpoints(BaseModel):
+    """Where the Storm cluster is."""
+
+    model_config = ConfigDict(extra="forbid")
+    nimbus: str = Field(description="Nimbus's Thrift address HOST:PORT (Storm's "
+                        "nimbus.seeds and nimbus.thrift.port, 6627 by default)")
+    profiler: str = Field(description="HOST:PORT where the manager receives the workers' "
+                          "FlowReporter datagrams (UDP): the 'manager' of the reporter in the "
+                          "cluster's topology.metrics.reporters")
+    placement_every_s: float = Field(5.0, gt=0, le=3600, allow_inf_nan=False,
+                                     description="how often Nimbus is asked for topologies "
+                                     "and their placement, seconds")
+
+    @field_validator("nimbus", "profiler")
+    @classmethod
+    def _hp(cls, v: str) -> str:
+        return _address(v, "a Storm endpoint")
+
+
+class ControllerEndpoint(BaseModel):
+    """The OpenFlow controller's HTTP API (``streamband controller``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    api: str = Field(description="HOST:PORT of the controller's HTTP API")
+    token_env: str | None = Field("STREAMBAND_API_TOKEN", description="environment variable "
+                                  "holding its bearer token (needed when the API is not on "
+                                  "loopback); null: no token")
+
+    @field_validator("api")
+    @classmethod
+    def _hp(cls, v: str) -> str:
+        return _address(v, "the controller's API")
+
+
+class SwitchConfig(BaseModel):
+    """An OpenFlow switch."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(description="its name in this file")
+    dpid: int = Field(ge=1, description="its datapath id")
+
+
+class HostConfig(BaseModel):
+    """A machine that runs Storm workers, and its link to its switch."""
+
+    model_config = ConfigDict(extra="forbid")
+    ip: str = Field(description="its address (Storm's storm.local.hostname)")
+    switch: str = Field(description="the switch it is attached to")
+    port: str = Field(description="the switch port (interface name) it is attached to: "
+                      "its uplink is counted as received there, its downlink as sent")
+    link_mbps: float = Field(gt=0, allow_inf_nan=False, description="its link's capacity, "
+                             "Mbit/s, each direction")
+
+
+class TrunkConfig(BaseModel):
+    """A link between two switches (both directions)."""
+
+    model_config = ConfigDict(extra="forbid")
+    a: str = Field(description="one switch")
+    b: str = Field(description="the other switch")
+    a_port: str = Field(description="a's port towards b")
+    b_port: str = Field(description="b's port towards a")
+    mbps: float = Field(gt=0, allow_inf_nan=False, description="capacity, Mbit/s, each "
+                        "direction")
+
+
+class NetworkConfig(BaseModel):
+    """The network the cluster's traffic crosses."""
+
+    model_config = ConfigDict(extra="forbid")
+    switches: list[SwitchConfig] = Field(min_length=1, description="the switches")
+    hosts: list[HostConfig] = Field(min_length=1, description="the worker machines")
+    trunks: list[TrunkConfig] = Field([], description="switch-to-switch links")
+
+
+class TopologyConfig(BaseModel):
+    """A topology to manage (by name; it may be submitted later, killed or rebalanced
+    while the manager runs)."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, description="the topology's name in Storm")
+    policy: str = Field("appaware", description="its allocation policy (tcp, appaware, "
+                        "maxmin, weighted, observe); switchable live through the API")
+    tuple_bytes: dict[str, float] = Field({}, description="bytes per tuple of an edge "
+                                          "'SRC->DST' until the switch has measured it "
+                                          "(default 1024)")
+
+    @field_validator("policy")
+    @classmethod
+    def _policy(cls, v: str) -> str:
+        check_policy(v)
+        return v
+
+
+class ManagerSettings(BaseModel):
+    """The service itself."""
+
+    model_config = ConfigDict(extra="forbid")
+    dt_s: float = Field(5.0, ge=0.2, le=600, allow_inf_nan=False,
+                        description="Δt, seconds between allocations (000 §VI-A: 5 s)")
+    state_dir: Path = Field(description="where the SQLite state lives (allocation history, "
+                            "leases, the last safe allocation, routing); a restart resumes "
+                            "from it")
+    listen: str = Field("127.0.0.1:8480", description="HOST:PORT of the dashboard, its API "
+                        "and /metrics (a token is required off loopback)")
+    token_env: str | None = Field("STREAMBAND_MANAGE_TOKEN", description="environment "
+                                  "variable holding the bearer token of this API")
+    hold_intervals: int = Field(3, ge=1, le=100, description="while the profiler is silent, "
+                                "the last safe allocation is held this many Δt, then the "
+                                "flows fail open (plain TCP)")
+    keep_allocations: int = Field(200_000, ge=100, description="allocation records kept "
+                                  "in the state (older ones are dropped)")
+    guard: bool = Field(True, description="do no harm: keep TCP's measured split unless "
+                        "an allocation moves at least 12 % of a bottlenecked link's capacity "
+                        "(released below 8 %); false: always enforce the policy's caps")
+    full_frac: float | None = Field(FULL_FRAC, gt=0, le=1, allow_inf_nan=False,
+                                    description="a link counts as bottlenecked (000 "
+                                    "Algorithm 1 line 11) only while the switch's counters "
+                                    "show it at least this share full; null: whenever its "
+                                    "flows' demands reach its capacity, as the paper writes")
+
+    @field_validator("listen")
+    @classmethod
+    def _hp(cls, v: str) -> str:
+        return _address(v, "the manager's API")
+
+
+class ClusterConfig(BaseModel):
+    """``streamband manage --config cluster.yaml``: a Storm cluster, an OpenFlow
+    controller, the network between them, the topologies to manage, the service."""
+
+    model_config = ConfigDict(extra="forbid")
+    storm: StormEndpoints
+    controller: ControllerEndpoint
+    network: NetworkConfig
+    topologies: list[TopologyConfig] = Field(min_length=1)
+    manager: ManagerSettings
+
+
+def check_policy(name: str) -> str:
+    """``name`` if it is ``tcp`` or a manager-loop policy; else a SpecError line."""
+    loop = ["tcp"] + [n for n, e in POLICIES.items() if e.kind == "loop"]
+    if name not in loop:
+        entry = policy_entry(name)  # the unknown-policy line, with the nearest name
+        raise SpecError(f"policy: {name!r} is of kind {entry.kind!r}; the manager runs "
+                        f"{', '.join(loop)}")
+    return name
+
+
+def load_config(path: Path) -> ClusterConfig:
+    """Parse and check ``cluster.yaml``.
+
+    Raises
+    ------
+    SpecError
+        One line: the file, the field, what was expected.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise SpecError(f"--config: {path}: no such file")
+    data = load_yaml(path, "cluster config")
+    try:
+        cfg = ClusterConfig.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(one_line(exc, str(path), ClusterConfig)) from None
+    net = cfg.network
+    names = [s.name for s in net.switches]
+    for i, h in enumerate(net.hosts):
+        if h.switch not in names:
+            raise SpecError(f"{path}: network.hosts.{i}.switch: unknown switch {h.switch!r}, "
+                            f"expected one of {', '.join(names)}")
+    for i, t in enumerate(net.trunks):
+        for end in ("a", "b"):
+            if getattr(t, end) not in names:
+                raise SpecError(f"{path}: network.trunks.{i}.{end}: unknown switch "
+                                f"{getattr(t, end)!r}, expected one of {', '.join(names)}")
+    ips = [h.ip for h in net.hosts]
+    dup = [ip for ip, n in Counter(ips).items() if n > 1]
+    if dup:
+        raise SpecError(f"{path}: network.hosts: host {dup[0]} listed twice")
+    tops = [t.name for t in cfg.topologies]
+    dup = [t for t, n in Counter(tops).items() if n > 1]
+    if dup:
+        raise SpecError(f"{path}: topologies: {dup[0]!r} listed twice")
+    for i, t in enumerate(cfg.topologies):
+        for edge in t.tuple_bytes:
+            if "->" not in edge:
+                raise SpecError(f"{path}: topologies.{i}.tuple_bytes: expected 'SRC->DST', "
+                                f"got {edge!r}")
+    return cfg
+
+
+def secret(env: str | None) -> str | None:
+    """The token in the environment variable ``env`` (None when unset or empty)."""
+    return (os.environ.get(env) or None) if env else None
+
+
+# -- the network --------------------------------------------------------------------------
+@dataclass
+class Network:
+    """The model of the config's network: a :class:`Topology` whose hosts are addresses,
+    where each link is counted (:class:`PortRef`), and each host's edge switch."""
+
+    topo: Topology
+    ports: list[PortRef]
+    dpid: dict[str, int]  # host address -> dpid of its switch
+    names: list[str]  # a readable name per link
+
+    @classmethod
+    def from_config(cls, net: NetworkConfig) -> Network:
+        topo = Topology("cluster")
+        dpids = {s.name: s.dpid for s in net.switches}
+        for s in net.switches:
+            topo.add_switch(s.name)
+        ports: list[PortRef] = []
+        names: list[str] = []
+        for h in net.hosts:
+            topo.add_host(h.ip)
+            topo.connect_host(h.ip, h.switch, h.link_mbps * 1e6)
+            ports += [PortRef(dpids[h.switch], h.port, "rx"), PortRef(dpids[h.switch], h.port,
+                                                                       "tx")]
+            names += [f"{h.ip}->{h.switch}", f"{h.switch}->{h.ip}"]
+        for t in net.trunks:
+            topo.connect_switches(t.a, t.b, t.mbps * 1e6)
+            ports += [PortRef(dpids[t.a], t.a_port, "tx"), PortRef(dpids[t.b], t.b_port, "tx")]
+            names += [f"{t.a}->{t.b}", f"{t.b}->{t.a}"]
+        return cls(topo, ports, {h.ip: dpids[h.switch] for h in net.hosts}, names)

@@ -1,5 +1,0 @@
-"""``python -m streamband.sdn``: the controller process."""
-
-from streamband.sdn.cli import main
-
-main()

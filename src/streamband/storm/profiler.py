@@ -1,0 +1,303 @@
+"""The Storm profiler (000 §V-A2): the 5-metric flow state of 000 §IV-A1 for every
+managed flow (a directed worker pair, :mod:`streamband.storm.flows`), from the workers'
+own reports (``FlowReporter`` in ``storm/``, via the collector's snapshot,
+:mod:`streamband.storm.collector`) combined with the kernel's view of each connection
+(:mod:`streamband.storm.sockets`).
+
+Storm counts task messages, not bytes. Conversions, per flow and interval:
+
+- bytes per message ``b``: the bytes written to the flow's socket (the kernel's
+  cumulative ``bytes_acked`` plus its send queue) over Storm's cumulative ``sent``
+  messages of that connection (Netty counts a message once written to the socket; both
+  count from the connection's start); before the first sample, the caller's hint;
+- ``V_f`` (sent): the kernel's ``bytes_acked`` growth; without a socket, the growth of
+  ``sent`` messages times ``b``;
+- ``L^s_f`` (sender backlog): the socket's send queue (bytes, kernel) plus ``b`` times
+  Netty's pending messages and the flow's share of the worker's transfer queue (shared
+  by all the worker's destinations, split by the messages each has sent); with
+  ``input_queue`` (off by default), also ``b`` times the flow's share of the sending
+  worker's receive queues: once Netty's buffer passes its high watermark the executor
+  blocks and the flow's backlog waits there as input tuples, one output tuple each. Off,
+  because with a bounded spout (``topology.max.spout.pending``) those queues hold the
+  in-flight window wherever the slow branch starts, tuples that came over no metered
+  link, and Algorithm 1 then starves the other flow of 001's fork-join;
+- ``L^r_f`` (receiver backlog): ``b`` times the receive-queue population of the
+  receiving worker's executors, split among the flows into that worker by their
+  messages in the interval (one receive queue per executor mixes all its inputs).
+
+:class:`ClusterProfiler` is the same profiler for a cluster known only by addresses
+(``streamband manage``): no kernel to ask, the bytes counted by each flow's rule on its
+switch.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from streamband.alloc.base import FlowState
+from streamband.storm.flows import FlowMapping, WorkerPair, connection
+from streamband.storm.sockets import TcpSocket, tcp_sockets
+
+#: a host's established sockets: (host ip, with the processes that hold them)
+SocketReader = Callable[[str, bool], list[TcpSocket]]
+
+
+def read_snapshot(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def worker_reports(snap: dict[str, Any], topology: str) -> dict[tuple[str, int], dict[str, Any]]:
+    """(host, port) -> the latest flow report of each worker of ``topology``."""
+    out = {}
+    for rec in snap.get("flow", {}).values():
+        if rec.get("topology") == topology and int(rec.get("port", -1)) > 0:
+            out[(rec["host"], int(rec["port"]))] = rec
+    return out
+
+
+def app_totals(snap: dict[str, Any], topology: str) -> dict[str, float]:
+    """The topology's cumulative spout and sink counters, summed over tasks."""
+    tot: dict[str, float] = {}
+    for kind in ("spout", "sink"):
+        for rec in snap.get(kind, {}).values():
+            if rec.get("topology") != topology:
+                continue
+            for k, v in rec.items():
+                if isinstance(v, int | float) and k not in ("t", "recv", "task"):
+                    name = f"{kind}.{k}"
+                    tot[name] = max(tot.get(name, 0.0), v) if k.endswith("_max_ms") \
+                        else tot.get(name, 0.0) + v
+    return tot
+
+
+#: the sinks' latency histogram (``Bench.Reporter.latency`` in ``storm/``)
+LATENCY_BUCKETS, LATENCY_BASE = 64, 1.25
+
+
+def latency_percentiles(counts: dict[int, float], qs: tuple[float, ...] = (50.0, 99.0)
+                        ) -> tuple[float | None, ...]:
+    """Percentiles (seconds) of a window's latencies from its per-bucket counts: the
+    upper edge of the bucket where each percentile falls (bucket i: [1.25^(i-1), 1.25^i)
+    ms), so within 25 %.
+
+    Examples
+    --------
+    >>> latency_percentiles({0: 1.0, 10: 98.0, 30: 1.0})
+    (0.009313225746154785, 0.009313225746154785)
+    """
+    total = sum(counts.values())
+    if total <= 0:
+        return tuple(None for _ in qs)
+    out = []
+    for q in qs:
+        acc, need = 0.0, q / 100.0 * total
+        for i in range(LATENCY_BUCKETS):
+            acc += counts.get(i, 0.0)
+            if acc >= need:
+                out.append(LATENCY_BASE ** i / 1e3)
+                break
+        else:
+            out.append(LATENCY_BASE ** (LATENCY_BUCKETS - 1) / 1e3)
+    return tuple(out)
+
+
+def host_reader(netns: dict[str, int | None]) -> SocketReader:
+    """Reads a host's sockets with ``ss`` in its namespace (``netns``: ip -> pid)."""
+    return lambda ip, processes=True: tcp_sockets(netns.get(ip), processes)
+
+
+class StormProfiler:
+    """Flow ``i`` is ``pairs[i]``; ``hint_bytes[i]`` is its bytes per message until the
+    kernel has measured it. Same interface as the harness profiler."""
+
+    def __init__(self, snapshot: Path, topology: str, pairs: list[WorkerPair],
+                 sockets: SocketReader | None = None,
+                 hint_bytes: list[float] | None = None, input_queue: bool = False) -> None:
+        self.snapshot_path = Path(snapshot)
+        self.topology = topology
+        self.pairs = pairs
+        self.sockets = sockets
+        self.input_queue = input_queue
+        n = len(pairs)
+        self.bpm = np.asarray(hint_bytes if hint_bytes is not None else np.zeros(n), float)
+        self._msgs = np.zeros(n)
+        self._acked = np.zeros(n)
+        self._conn: list[tuple[Any, ...] | None] = [None] * n
+        self._ls = np.zeros(n)
+        self._lr = np.zeros(n)
+        self.samples = 0
+        self.last: dict[str, Any] | None = None
+        #: seconds the last flow state covers (None before the second call)
+        self.interval_s: float | None = None
+        self._t: float | None = None
+        self.flow_state()  # the baseline: the first interval starts now
+
+    def _kernel(self) -> list[TcpSocket | None]:
+        """Each pair's sender-side socket: found by the 4-tuple it had at the last read,
+        which needs no process list; a pair seen for the first time or reconnected is
+        found among its host's sockets by the worker that holds it (``ss -p``)."""
+        if self.sockets is None:
+            return [None] * len(self.pairs)
+        plain: dict[str, dict[tuple[Any, ...], TcpSocket]] = {}
+        full: dict[str, list[TcpSocket]] = {}
+        out: list[TcpSocket | None] = []
+        for i, p in enumerate(self.pairs):
+            if not p.remote:
+                out.append(None)
+                continue
+            known, s = self._conn[i], None
+            if known is not None:
+                if p.src.host not in plain:
+                    plain[p.src.host] = {x.four_tuple: x
+                                         for x in self.sockets(p.src.host, False)}
+                s = plain[p.src.host].get(known)
+            if s is None:
+                if p.src.host not in full:
+                    full[p.src.host] = self.sockets(p.src.host, True)
+                s = connection(p, full[p.src.host])
+            out.append(s)
+        return out
+
+    def flow_state(self) -> FlowState:
+        t = time.monotonic()
+        self.interval_s = t - self._t if self._t is not None else None
+        self._t = t
+        snap = read_snapshot(self.snapshot_path)
+        reports = worker_reports(snap, self.topology)
+        kernel = self._kernel()
+        n = len(self.pairs)
+        msgs, pending = np.zeros(n), np.zeros(n)
+        for i, p in enumerate(self.pairs):
+            c = reports.get((p.src.host, p.src.port), {}).get("clients", {}).get(
+                f"{p.dst.host}:{p.dst.port}", {})
+            msgs[i], pending[i] = c.get("sent", 0), c.get("pending", 0)
+        d_msgs = np.where(msgs >= self._msgs, msgs - self._msgs, msgs)  # a reconnect restarts
+        acked = np.array([s.bytes_acked if s else 0.0 for s in kernel], float)
+        for i, s in enumerate(kernel):
+            if s is not None and msgs[i] > 0 and s.bytes_acked > 0:
+                # Storm counts a message sent once Netty wrote it to the socket
+                self.bpm[i] = (s.bytes_acked + s.send_q) / msgs[i]
+        same = [s is not None and s.four_tuple == self._conn[i] for i, s in enumerate(kernel)]
+        d_bytes = np.where(same, np.maximum(acked - self._acked, 0.0), d_msgs * self.bpm)
+        # the sender worker's transfer queue, split among its destinations by messages
+        xfer = np.zeros(n)
+        for i, p in enumerate(self.pairs):
+            rep = reports.get((p.src.host, p.src.port))
+            if not rep:
+                continue
+            tot = sum(max(c.get("sent", 0), 0) for c in rep.get("clients", {}).values())
+            share = msgs[i] / tot if tot else 1.0 / max(len(rep.get("clients", {})), 1)
+            queued = rep.get("transfer_queue", 0)
+            if self.input_queue:
+                queued += sum(v for k, v in rep.get("receive", {}).items()
+                              if not k.startswith("__"))
+            xfer[i] = queued * share
+        send_q = np.array([s.send_q if s else 0.0 for s in kernel], float)
+        ls = send_q + self.bpm * (pending + xfer)
+        # the receiving worker's receive queues, split among the flows into it
+        lr = np.zeros(n)
+        into: dict[tuple[str, int], list[int]] = {}
+        for i, p in enumerate(self.pairs):
+            into.setdefault((p.dst.host, p.dst.port), []).append(i)
+        for w, idx in into.items():
+            rep = reports.get(w)
+            if not rep:
+                continue
+            pop = sum(v for k, v in rep.get("receive", {}).items() if not k.startswith("__"))
+            weights = d_msgs[idx]
+            weights = weights / weights.sum() if weights.sum() > 0 else np.full(len(idx),
+                                                                                1 / len(idx))
+            lr[idx] = pop * weights * self.bpm[idx]
+        state = FlowState(ls0=self._ls, ls1=ls, lr0=self._lr, lr1=lr, sent=d_bytes)
+        self._msgs, self._acked, self._ls, self._lr = msgs, acked, ls, lr
+        self._conn = [s.four_tuple if s else None for s in kernel]
+        self.samples += 1
+        self.last = {"sent": d_bytes.tolist(), "msgs_total": msgs.tolist(), "ls": ls.tolist(),
+                     "lr": lr.tolist(), "msgs": d_msgs.tolist(), "bytes_per_msg": self.bpm.tolist(),
+                     "report_age_s": _age(snap, reports, self.pairs),
+                     "interval_s": self.interval_s, **kernel_view(kernel)}
+        return state
+
+
+def kernel_view(kernel: list[TcpSocket | None]) -> dict[str, list[Any]]:
+    """Per flow, what its sender's socket shows of where its backlog waits (None where
+    the flow has no socket): smoothed and minimum RTT (ms), congestion window
+    (segments), segments retransmitted since the connection began
+    (:mod:`streamband.storm.sockets`)."""
+    return {"rtt_ms": [s.rtt_ms if s else None for s in kernel],
+            "min_rtt_ms": [s.min_rtt_ms if s else None for s in kernel],
+            "cwnd": [s.cwnd if s else None for s in kernel],
+            "retrans": [s.retrans if s else None for s in kernel]}
+
+
+def _age(snap: dict[str, Any], reports: dict[tuple[str, int], dict[str, Any]],
+         pairs: list[WorkerPair]) -> float | None:
+    """Seconds since the oldest sender report the state used was received."""
+    t = [reports[(p.src.host, p.src.port)].get("recv", 0.0) for p in pairs
+         if (p.src.host, p.src.port) in reports]
+    return float(snap.get("time", 0.0) - min(t)) if t else None
+
+
+class ClusterProfiler:
+    """The 5-metric tuple of every network flow of one topology (000 §IV-A1): the
+    worker pairs' states from :class:`StormProfiler` (no socket view: bytes from messages
+    times bytes per message) summed per flow; the bytes sent, and from them the bytes per
+    message, measured by each flow's counting rule on its switch (``counters()``: the
+    controller's cumulative bytes per flow key)."""
+
+    def __init__(self, snapshot: Path, topology_id: str, mapping: FlowMapping,
+                 counters: Any) -> None:
+        self.mapping = mapping
+        self.counters = counters
+        self.inner = StormProfiler(snapshot, topology_id, mapping.pairs,
+                                   hint_bytes=mapping.bytes_hint)
+        self.keys = [tuple(sorted(k.items())) for k in mapping.keys]
+        self._bytes = self._switch_bytes()
+        self.last: dict[str, Any] | None = None
+
+    def _switch_bytes(self) -> np.ndarray:
+        got = self.counters()
+        return np.array([got.get(k, np.nan) for k in self.keys], float)
+
+    def flow_state(self) -> FlowState:
+        m = self.mapping
+        pair = self.inner.flow_state()
+        msgs = np.asarray(self.inner.last["msgs"], float) if self.inner.last else np.zeros(
+            len(m.pairs))
+        now = self._switch_bytes()
+        measured = now - self._bytes  # NaN where not counted, negative after a re-install
+        self._bytes = now
+        agg = [np.zeros(m.n) for _ in range(5)]
+        for f, idx in enumerate(m.members):
+            for j, a in enumerate((pair.ls0, pair.ls1, pair.lr0, pair.lr1, pair.sent)):
+                agg[j][f] = float(np.sum(np.asarray(a)[idx]))
+            d_msgs = float(msgs[idx].sum())
+            if np.isfinite(measured[f]) and measured[f] >= 0:
+                agg[4][f] = measured[f]
+                if d_msgs > 0 and measured[f] > 0:
+                    bpm = measured[f] / d_msgs
+                    self.inner.bpm[idx] = 0.5 * self.inner.bpm[idx] + 0.5 * bpm
+        state = FlowState(*agg)
+        self.last = {"sent": agg[4].tolist(), "ls": agg[1].tolist(), "lr": agg[3].tolist(),
+                     "bytes_per_msg": self.inner.bpm.tolist()}
+        return state.check()
+
+
+def throughput(before: dict[str, float], after: dict[str, float], seconds: float
+               ) -> tuple[float | None, float | None]:
+    """Tuples per second at the sinks and their mean event-time latency (s) between two
+    :func:`app_totals` readings (None: no sink reports)."""
+    if "sink.count" not in after or seconds <= 0:
+        return None, None
+    n = after["sink.count"] - before.get("sink.count", 0.0)
+    lat = after.get("sink.latency_sum_ms", 0.0) - before.get("sink.latency_sum_ms", 0.0)
+    return max(n, 0.0) / seconds, (lat / n / 1e3 if n > 0 else None)
