@@ -27,6 +27,7 @@ app = App(no_args_is_help=True,
 
 def _mount() -> None:
     from streamband.control.cli import manage
+    from streamband.kafka.cli import app as kafka_app
     from streamband.locality.cli import app as locality_app
     from streamband.sdn.cli import controller
     from streamband.sim.coflow.cli import app as coflow_app
@@ -35,6 +36,7 @@ def _mount() -> None:
     from streamband.testbed.cli import app as testbed_app
 
     app.add_typer(coflow_app, name="coflow")
+    app.add_typer(kafka_app, name="kafka")
     app.add_typer(locality_app, name="locality")
     app.add_typer(storm_app, name="storm")
     app.add_typer(swift_app, name="swift")
