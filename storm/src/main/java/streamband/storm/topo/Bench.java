@@ -35,6 +35,7 @@ public final class Bench {
         if (args.length > 1) {
             conf.putAll(Utils.findAndReadConfigFile(args[1], true));
         }
+        conf.put("bench.name", args[0]);
         StormTopology topo = build.apply(conf);
         StormSubmitter.submitTopology(args[0], conf, topo);
     }

@@ -14,6 +14,8 @@ import org.apache.storm.tuple.Fields;
 import org.apache.storm.tuple.Tuple;
 import org.apache.storm.tuple.Values;
 import org.apache.storm.utils.TupleUtils;
+import streamband.storm.kafka.KafkaSource;
+import streamband.storm.kafka.Translator;
 
 /**
  * 001's fork-join (Fig. 1a): source A sends 8 KB tuples to B and 4 KB tuples to C; B and
@@ -21,6 +23,10 @@ import org.apache.storm.utils.TupleUtils;
  * bench.rate} (A's tuples per second), {@code bench.bytes.AB|AC|BD|CD}, {@code
  * bench.replay} (1: A emits a failed tuple again, so nothing is lost to a failure; it
  * reports {@code replayed} and {@code pending}, the tuples neither acked nor given up).
+ *
+ * <p>With {@code bench.source: kafka}, A's ids come from one topic ({@code
+ * bench.topic.kafka-A}, default {@code forkjoin}) through a Kafka spout {@code kafka-A}
+ * ({@link KafkaSource}), placed with A; A is then a bolt that forks each record to B and C.
  */
 public final class ForkJoin {
     private ForkJoin() {
@@ -29,7 +35,13 @@ public final class ForkJoin {
     public static void main(String[] args) throws Exception {
         Bench.submit(args, conf -> {
             TopologyBuilder b = new TopologyBuilder();
-            b.setSpout("A", new Source(), 1);
+            if (KafkaSource.enabled(conf)) {
+                KafkaSource.configure(conf);
+                b.setSpout("kafka-A", KafkaSource.spout(conf, "kafka-A", "forkjoin", Translator.Kind.ID), 1);
+                b.setBolt("A", new Fork(), 1).localOrShuffleGrouping("kafka-A");
+            } else {
+                b.setSpout("A", new Source(), 1);
+            }
             b.setBolt("B", new Relay("AB", "BD", 6144), 1).fieldsGrouping("A", "b", new Fields("id"));
             b.setBolt("C", new Relay("AC", "CD", 3072), 1).fieldsGrouping("A", "c", new Fields("id"));
             b.setBolt("D", new Join(), 1).fieldsGrouping("B", new Fields("id")).fieldsGrouping("C", new Fields("id"));
@@ -95,6 +107,33 @@ public final class ForkJoin {
                 out.emit((String) again[0], (Values) again[1], msgId);
                 rep.add("replayed", 1);
             }
+        }
+
+        @Override
+        public void declareOutputFields(OutputFieldsDeclarer d) {
+            d.declareStream("b", new Fields("id", "ts", "data"));
+            d.declareStream("c", new Fields("id", "ts", "data"));
+        }
+    }
+
+    /** A fed by Kafka: each record (id, ts) to B (stream b) and C (stream c), anchored. */
+    public static class Fork extends BaseRichBolt {
+        private OutputCollector out;
+        private byte[] toB;
+        private byte[] toC;
+
+        @Override
+        public void prepare(Map<String, Object> conf, TopologyContext ctx, OutputCollector collector) {
+            out = collector;
+            toB = Bench.payload((int) Bench.num(conf, "bench.bytes.AB", 8192), 1);
+            toC = Bench.payload((int) Bench.num(conf, "bench.bytes.AC", 4096), 2);
+        }
+
+        @Override
+        public void execute(Tuple t) {
+            out.emit("b", t, new Values(t.getLong(0), t.getLong(1), toB));
+            out.emit("c", t, new Values(t.getLong(0), t.getLong(1), toC));
+            out.ack(t);
         }
 
         @Override

@@ -18,6 +18,8 @@ import org.apache.storm.tuple.Tuple;
 import org.apache.storm.tuple.Values;
 import org.apache.storm.utils.TupleUtils;
 import streamband.kafka.Records;
+import streamband.storm.kafka.KafkaSource;
+import streamband.storm.kafka.Translator;
 
 /**
  * 000 §VI-A2's Trending Topics: tweets (at {@code bench.rate} per second; 1000 in the
@@ -38,6 +40,9 @@ import streamband.kafka.Records;
  * partial|ranking} bytes (default 0) beside their text, so that the spec's tuple sizes
  * (000 leaves them open; streamband's spec sets 1 KB tweets, 64-B words, 3-KB partials)
  * load the network as in the simulator.
+ *
+ * <p>With {@code bench.source: kafka} the tweets are read from the topic {@code tweets} by a
+ * Kafka spout ({@link KafkaSource}); the replay producer writes them with the same generator.
  */
 public final class TrendingTopics {
     private TrendingTopics() {
@@ -46,7 +51,12 @@ public final class TrendingTopics {
     public static void main(String[] args) throws Exception {
         Bench.submit(args, conf -> {
             TopologyBuilder b = new TopologyBuilder();
-            b.setSpout("tweets", new Tweets(), Bench.parallel(conf, "tweets"));
+            if (KafkaSource.enabled(conf)) {
+                KafkaSource.configure(conf);
+                b.setSpout("tweets", KafkaSource.spout(conf, "tweets", "tweets", Translator.Kind.TWEET), Bench.parallel(conf, "tweets"));
+            } else {
+                b.setSpout("tweets", new Tweets(), Bench.parallel(conf, "tweets"));
+            }
             b.setBolt("split", new Split(), Bench.parallel(conf, "split")).shuffleGrouping("tweets");
             b.setBolt("count", new Count(), Bench.parallel(conf, "count"))
                 .fieldsGrouping("split", new Fields("word"));
