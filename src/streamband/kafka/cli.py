@@ -1,5 +1,6 @@
-"""``streamband kafka up | status | down``: one Kafka broker (KRaft, broker and
-controller in one JVM) on a loopback address, for the engines' sources."""
+"""``streamband kafka up | status | down | topics | lag``: one Kafka broker (KRaft,
+broker and controller in one JVM) on a loopback address, for the engines' sources, and
+the broker's view of its topics and consumer groups."""
 
 from __future__ import annotations
 
@@ -48,3 +49,21 @@ def down() -> None:
     stopped = kb.attach().stop()
     console.print(f"Kafka down: {len(stopped)} processes stopped in "
                   f"{time.monotonic() - t0:.1f} s")
+
+
+@app.command()
+def topics() -> None:
+    """Per topic/partition: first and next offset, bytes on disk (JSON; the Admin API)."""
+    from streamband.kafka.replay import offsets
+
+    typer.echo(json.dumps(offsets(kb.attach()), indent=1))
+
+
+@app.command()
+def lag(groups: list[str] = typer.Argument(None, help="consumer groups (default: all)")
+        ) -> None:
+    """Per consumer group and topic/partition: committed offset, end, lag in records and
+    bytes (JSON; the Admin API)."""
+    from streamband.kafka.replay import consumer_lag
+
+    typer.echo(json.dumps(consumer_lag(kb.attach(), groups or None), indent=1))

@@ -2,6 +2,9 @@ package streamband.storm.topo;
 
 import java.util.HashMap;
 import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.storm.Config;
 import org.apache.storm.spout.SpoutOutputCollector;
 import org.apache.storm.task.OutputCollector;
@@ -173,16 +176,26 @@ public final class ForkJoin {
         }
     }
 
-    /** D: joins B's and C's tuple of one id; throughput and event-time latency per join. */
+    /**
+     * D: joins B's and C's tuple of one id; throughput and event-time latency per join. What
+     * waits for its match is reported every second (gauge {@code streamband-store}) per input:
+     * tuples, their bytes (the payload a join keeping them would hold), the input's latest event
+     * time and how far it is behind the other's ({@code lag_ms}).
+     */
     public static class Join extends BaseRichBolt {
         private OutputCollector out;
         private Bench.Reporter rep;
-        private final Map<Long, String> waiting = new HashMap<>();
+        private final Map<Long, Object[]> waiting = new HashMap<>(); // id -> {input, bytes}
+        private final Map<String, AtomicLong[]> inputs = new ConcurrentHashMap<>(); // {tuples, bytes, latest ts}
 
         @Override
         public void prepare(Map<String, Object> conf, TopologyContext ctx, OutputCollector collector) {
             out = collector;
             rep = new Bench.Reporter(conf, "sink", ctx.getStormId(), ctx.getThisComponentId(), ctx.getThisTaskId());
+            for (String c : new String[] {"B", "C"}) {
+                inputs.put(c, new AtomicLong[] {new AtomicLong(), new AtomicLong(), new AtomicLong(Long.MIN_VALUE)});
+            }
+            ctx.registerGauge(TruckingIoT.StoreCombine.GAUGE, this::sample);
         }
 
         @Override
@@ -194,15 +207,32 @@ public final class ForkJoin {
             }
             long id = t.getLong(0);
             String from = t.getSourceComponent();
-            String other = waiting.remove(id);
+            int bytes = ((byte[]) t.getValue(2)).length;
+            AtomicLong[] in = inputs.get(from);
+            in[2].accumulateAndGet(t.getLong(1), Math::max);
+            Object[] other = waiting.remove(id);
             if (other == null) {
-                waiting.put(id, from);
-            } else if (!other.equals(from)) {
-                rep.latency(System.currentTimeMillis() - t.getLong(1), 1);
+                waiting.put(id, new Object[] {from, bytes});
+                in[0].incrementAndGet();
+                in[1].addAndGet(bytes);
+            } else {
+                AtomicLong[] o = inputs.get((String) other[0]);
+                o[0].decrementAndGet();
+                o[1].addAndGet(-(Integer) other[1]);
+                if (!other[0].equals(from)) {
+                    rep.latency(System.currentTimeMillis() - t.getLong(1), 1);
+                }
             }
-            rep.add("bytes_in", ((byte[]) t.getValue(2)).length);
+            rep.add("bytes_in", bytes);
             out.ack(t);
             rep.tick();
+        }
+
+        /** The store as {@link JoinStore#sample} gives it (nothing is forced out here). */
+        Map<String, Object> sample() {
+            Map<String, long[]> each = new TreeMap<>();
+            inputs.forEach((name, in) -> each.put(name, new long[] {in[0].get(), in[1].get(), in[2].get()}));
+            return JoinStore.describe(each, 0);
         }
 
         @Override

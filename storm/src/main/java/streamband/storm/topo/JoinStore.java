@@ -112,24 +112,30 @@ public final class JoinStore {
     /** {@code {"inputs": {INPUT: {tuples, bytes, watermark_ms, lag_ms}}, "forced": n}}: safe
      * to call from another thread (each number is current; together they may be a tuple apart). */
     public Map<String, Object> sample() {
+        Map<String, long[]> each = new LinkedHashMap<>();
+        inputs.forEach((name, in) -> each.put(name, new long[] {in.tuples.get(), in.bytes.get(), in.watermark}));
+        return describe(each, forced.get());
+    }
+
+    /** The report of a store: per input {tuples, bytes, watermark (Long.MIN_VALUE: none yet)}. */
+    static Map<String, Object> describe(Map<String, long[]> inputs, long forced) {
         long frontier = Long.MIN_VALUE;
-        for (Input in : inputs.values()) {
-            frontier = Math.max(frontier, in.watermark);
+        for (long[] in : inputs.values()) {
+            frontier = Math.max(frontier, in[2]);
         }
         Map<String, Object> each = new TreeMap<>();
-        for (Map.Entry<String, Input> e : inputs.entrySet()) {
-            Input in = e.getValue();
-            long wm = in.watermark;
+        for (Map.Entry<String, long[]> e : inputs.entrySet()) {
+            long wm = e.getValue()[2];
             Map<String, Object> m = new TreeMap<>();
-            m.put("tuples", in.tuples.get());
-            m.put("bytes", in.bytes.get());
+            m.put("tuples", e.getValue()[0]);
+            m.put("bytes", e.getValue()[1]);
             m.put("watermark_ms", wm == Long.MIN_VALUE ? null : wm);
             m.put("lag_ms", wm == Long.MIN_VALUE ? null : frontier - wm);
             each.put(e.getKey(), m);
         }
         Map<String, Object> out = new TreeMap<>();
         out.put("inputs", each);
-        out.put("forced", forced.get());
+        out.put("forced", forced);
         return out;
     }
 }

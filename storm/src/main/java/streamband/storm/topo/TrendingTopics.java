@@ -184,11 +184,13 @@ public final class TrendingTopics {
      * The global top K over a sliding window; the ranking once a second. It merges the
      * counters' partials aligned on event time: a partial waits (un-acked) until every
      * counter's partials have reached its time, as a ranking needs all instances' counts.
+     * The partials wait in a {@link JoinStore} with one input per counter task ("count:TASK"),
+     * reported every second (gauge {@code streamband-store}).
      */
     public static class TopK extends BaseRichBolt {
         private OutputCollector out;
         private final Map<String, long[]> window = new HashMap<>(); // word -> {count, seen ms}
-        private transient Bench.Aligner partials;
+        private transient JoinStore partials;
         private long windowMs;
         private int topk;
         private long n;
@@ -201,7 +203,12 @@ public final class TrendingTopics {
             windowMs = (long) (1000 * Bench.num(conf, "bench.window.s", 30));
             topk = (int) Bench.num(conf, "bench.topk", 10);
             pad = Bench.payload((int) Bench.num(conf, "bench.bytes.ranking", 0), 11);
-            partials = new Bench.Aligner(ctx.getComponentTasks("count").size());
+            Map<String, Integer> inputs = new HashMap<>();
+            for (int task : ctx.getComponentTasks("count")) {
+                inputs.put("count:" + task, 1);
+            }
+            partials = new JoinStore(inputs, (long) (Bench.num(conf, "bench.store.max.mb", 96) * (1 << 20)));
+            ctx.registerGauge(TruckingIoT.StoreCombine.GAUGE, partials::sample);
         }
 
         private void merge(Tuple t, long now) {
@@ -239,10 +246,11 @@ public final class TrendingTopics {
                 }
                 return;
             }
-            partials.mark(t.getSourceTask(), t.getLong(1));
-            partials.hold(t);
-            for (Tuple p = partials.next(); p != null; p = partials.next()) {
-                merge(p, now);
+            // the partial's bytes: its top list, its padding and its time and count fields
+            long bytes = t.getString(0).length() + ((byte[]) t.getValue(3)).length + 12;
+            partials.add("count:" + t.getSourceTask(), t.getSourceTask(), t, t.getLong(1), bytes);
+            for (JoinStore.Held p = partials.next(); p != null; p = partials.next()) {
+                merge(p.tuple, now);
             }
         }
 
