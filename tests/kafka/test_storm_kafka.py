@@ -16,7 +16,7 @@ import pytest
 
 from streamband.kafka import broker as kb
 from streamband.kafka import replay as kr
-from streamband.storm.cluster import StormCluster, loopback_spec, tagged_processes
+from streamband.storm.cluster import StormCluster, loopback_spec, tagged_processes, usage
 from streamband.storm.home import JAVA_PROJECT
 
 RATE, TRUCK_S, TRAFFIC_S = 200.0, 30.0, 10.0
@@ -124,6 +124,9 @@ def test_reports_carry_lag_and_store(broker: kb.Broker, storm: StormCluster):
     # at-least-once: every produced truck event is at the sink or waiting in the store
     sink = sum(r.get("count", 0) for r in final.get("sink", {}).values()
                if r.get("topology") == name)
+    used = [*usage(str(storm.work)), {"role": "kafka", **kb.usage(kb.running()["pid"])}]
+    print("rss MB:", {u["role"]: round(u["rss_mb"]) for u in used},
+          f"total {sum(u['rss_mb'] for u in used):.0f} MB")
     print(f"store: {waiting} trucks ({store['trucks']['bytes']} B) waiting, traffic {behind} ms "
           f"behind; sink {sink:.0f} of {produced['trucks/0']:.0f} produced; "
           f"{len(next(iter(joins.values())))} store reports")
