@@ -45,8 +45,8 @@ def test_reports_carry_lag_and_store(broker: kb.Broker, storm: StormCluster):
             "streamband.kafka.guarantee": "at-least-once",
             "streamband.placement": {"trucks": [W1], "traffic": [W1], "combine": [W2],
                                      "score": [W2]}}
+    # built beside the cluster's streamband-storm.jar by the same `mvn package`
     jar = JAVA_PROJECT / "target" / "streamband-storm-kafka.jar"
-    storm.jar  # noqa: B018 - the cluster built it (and this jar) from storm/
     name = storm.submit(jar, "streamband.storm.topo.TruckingIoT", "ti-kafka", conf)["id"]
     storm.wait_running("ti-kafka")
     snapshot = Path(storm.work) / "profile.json"
