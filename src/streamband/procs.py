@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Any
 
 RUN_DIR = Path(os.environ.get("STREAMBAND_RUN_DIR", "/run/streamband"))
 MARK = "STREAMBAND_TESTBED"
@@ -96,6 +98,19 @@ def terminate(pids: list[int], grace_s: float = 1.0) -> list[int]:
         if not pids:
             break
     return pids
+
+
+def stop(proc: subprocess.Popen[Any] | None, grace_s: float = 10.0) -> None:
+    """Ends a child process: SIGTERM, then SIGKILL if it still runs after ``grace_s``;
+    reaped either way (None, or one that has ended: nothing to do)."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""``streamband storm up | down | status | submit JAR CLASS | kill NAME``: a Storm
+"""``streamband storm up | down | status | submit JAR CLASS [ARGS] | kill NAME``: a Storm
 cluster on the running testbed (Nimbus and ZooKeeper on its master host, a Supervisor
 on every worker host) or, with ``--loopback N``, on loopback addresses."""
 
@@ -89,19 +89,27 @@ def status() -> None:
 
 @app.command()
 def submit(jar: Path = typer.Argument(..., help="the topology's jar"),
-           main: str = typer.Argument(..., help="its main class (takes NAME [CONF.yaml])"),
-           name: str = typer.Option("topology", help="the topology's name"),
-           set_: list[str] = typer.Option([], "--set", help="KEY=VALUE for the topology conf"),
+           main: str = typer.Argument(..., help="its main class"),
+           args: list[str] = typer.Argument(None, help="MAIN's arguments, as storm jar passes "
+                                            "them (after --); none: the convention of "
+                                            "storm/'s topologies, NAME CONF.yaml"),
+           name: str = typer.Option(None, help="the topology's name (storm/'s topologies: "
+                                    "default 'topology'; others: found on Nimbus)"),
+           set_: list[str] = typer.Option([], "--set", help="KEY=VALUE for the topology conf "
+                                          "(storm jar's -c: Storm's storm.options)"),
            wait: bool = typer.Option(True, help="wait until every executor has a worker"),
            ) -> None:
-    """Submit a topology; prints its placement (JSON)."""
+    """Submit a topology, as `storm jar JAR MAIN ARGS -c KEY=VALUE` does; prints its
+    placement (JSON)."""
     if not jar.is_file():
         raise _fail(f"jar {jar}: no such file")
     conf = _conf(set_)
+    if not args and name is None:
+        name = "topology"
     try:
         cluster = sc.attach()
-        cluster.submit(jar, main, name, conf or None)
-        out = cluster.wait_running(name) if wait else cluster.admin("list")
+        top = cluster.submit(jar, main, name, conf or None, list(args) if args else None)
+        out = cluster.wait_running(top["name"]) if wait else cluster.admin("list")
     except StreambandError as exc:
         raise _fail(str(exc)) from None
     typer.echo(json.dumps(out, indent=1))

@@ -33,6 +33,7 @@ from streamband.errors import PreconditionError
 from streamband.locality.dataflow import Dataflow, OpSpec
 from streamband.locality.durable import read_json
 from streamband.locality.service import ROUNDS_LOG
+from streamband.procs import stop
 from streamband.storm.cluster import StormCluster, free_port
 
 MAIN = "streamband.storm.topo.KeyedChain"
@@ -326,13 +327,7 @@ class ChainRun:
 
     def stop(self) -> None:
         for p in (self.manager, self.hub):
-            if p is not None and p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(5)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+            stop(p, 5.0)
         try:
             self.cluster.kill(self.name)
         except PreconditionError:

@@ -18,9 +18,11 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote_plus
 
 import yaml
 
+from streamband import maven
 from streamband.errors import PreconditionError
 from streamband.procs import RUN_DIR, Cleanup, marked_env, processes_where, terminate
 from streamband.storm.home import JAR_NAME, ensure_home, install_jar, streamband_jar
@@ -273,19 +275,67 @@ class StormCluster:
         out = self.run_java("streamband.storm.Admin", *args)
         return json.loads(out.strip().splitlines()[-1])
 
-    def submit(self, jar: Path, main: str, name: str, conf: dict[str, Any] | None = None,
-               ) -> dict[str, Any]:
-        """Submits ``main NAME CONF.yaml`` from ``jar``; returns the topology's summary."""
-        args = [name]
-        if conf is not None:
-            f = self.work / f"topology-{name}.yaml"
-            f.write_text(yaml.safe_dump(conf, sort_keys=True))
-            args.append(str(f))
-        self.run_java(main, *args, jar=Path(jar).resolve())
-        for t in self.admin("list")["topologies"]:
-            if t["name"] == name:
-                return t
-        raise PreconditionError(f"topology {name!r} was submitted but Nimbus does not list it")
+    def submit(self, jar: Path, main: str, name: str | None = None,
+               conf: dict[str, Any] | None = None, args: list[str] | None = None,
+               timeout: float = 120.0) -> dict[str, Any]:
+        """Runs ``main`` from ``jar`` on the master, as ``storm jar`` does, and returns the
+        summary of the topology it submitted.
+
+        ``args`` are ``main``'s arguments, as given, and ``conf`` reaches the topology
+        through Storm's ``storm.options`` (what ``storm jar ... -c key=value`` passes;
+        :func:`storm_options`), which ``StormSubmitter`` merges into any topology's conf,
+        so a ``main`` that takes no conf argument is sized by it too. Without ``args``,
+        the convention of the topologies of ``storm/``: ``NAME CONF.yaml``. A ``main``
+        that stays in the foreground after submitting (a client that polls its metrics)
+        runs on beside the cluster until the cluster stops.
+
+        Raises
+        ------
+        PreconditionError
+            ``main`` exited with an error, or no new topology appeared in ``timeout``.
+        """
+        before = {t["name"] for t in self.admin("list")["topologies"]}
+        # storm/'s topologies read CONF.yaml (TT's word list would pass the size the
+        # kernel allows one argument); any other main gets the conf as storm jar gives it
+        options = storm_options(conf) if conf and args is not None else None
+        if args is None:
+            if name is None:
+                raise PreconditionError("submit: a topology of storm/ needs a name")
+            args = [name]
+            if conf is not None:
+                f = self.work / f"topology-{name}.yaml"
+                f.write_text(yaml.safe_dump(conf, sort_keys=True))
+                args.append(str(f))
+        jar = Path(jar).resolve()
+        m = self.spec.master
+        cmd = self.java(m, main, *args, heap_mb=192, cp_extra=[str(jar)], logfile="client.log")
+        at = cmd.index("-cp")
+        cmd[at:at] = [f"-Dstorm.jar={jar}"] + ([f"-Dstorm.options={options}"] if options else [])
+        key = f"client-{name or main.rsplit('.', 1)[-1]}-{len(self.procs)}"
+        log = self.work / m.name / "logs" / f"{key}.out"
+        with open(log, "wb") as out:
+            client = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=self.env(),
+                                      start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            done = client.poll()
+            if done not in (None, 0):
+                lines = log.read_text(errors="replace").strip().splitlines() or ["(no output)"]
+                raise PreconditionError(f"{main.rsplit('.', 1)[-1]} {' '.join(args)}: "
+                                        f"{_java_error(lines)}")
+            new = [t for t in self.admin("list")["topologies"]
+                   if (t["name"] == name if name is not None else t["name"] not in before)]
+            if new:
+                if done is None:
+                    self.procs[key] = client  # a client that stays: stopped with the cluster
+                return new[0]
+            if done == 0 and name is None:
+                break
+            time.sleep(1.0)
+        client.kill()
+        raise PreconditionError(f"{main.rsplit('.', 1)[-1]} {' '.join(args)}: no "
+                                f"{'topology ' + repr(name) if name else 'new topology'} "
+                                f"on Nimbus after {timeout:.0f} s (see {log})")
 
     def info(self, name: str) -> dict[str, Any]:
         return self.admin("info", name)
@@ -308,6 +358,19 @@ class StormCluster:
 
     def rebalance(self, name: str, wait_s: int = 0) -> None:
         self.admin("rebalance", name, str(wait_s))
+
+
+def storm_options(conf: dict[str, Any]) -> str:
+    """``conf`` as Storm's ``storm.options`` system property: ``key=value`` items, each
+    URL-encoded and its value JSON, joined by commas, as ``storm jar -c`` writes them
+    (``Utils.readCommandLineOpts`` decodes each and parses the value as JSON).
+
+    Examples
+    --------
+    >>> storm_options({"topology.workers": 4, "a.b": "x y"})
+    'topology.workers%3D4,a.b%3D%22x+y%22'
+    """
+    return ",".join(quote_plus(f"{k}={json.dumps(v)}") for k, v in conf.items())
 
 
 def _spec_dict(spec: ClusterSpec) -> dict[str, Any]:
@@ -401,26 +464,11 @@ __all__ = ["ClusterSpec", "Host", "StormCluster", "attach", "loopback_spec", "te
            "JAR_NAME"]
 
 
-STORM_HOME_ARG = b"-Dstorm.home="
-
-
 def storm_processes() -> list[int]:
-    """Pids of the Storm JVMs (daemons, workers, log writers) whose ``-Dstorm.home`` is a
-    home the project built (its ``.complete`` file, :func:`~streamband.storm.home.ensure_home`),
-    whether or not they carry the mark: a Supervisor launches its workers with an
+    """Pids of the Storm JVMs (daemons, workers, log writers) run from a home the project
+    built, whether or not they carry the mark: a Supervisor launches its workers with an
     environment of its own (never this process's line)."""
-    homes: dict[bytes, bool] = {}
-
-    def ours(args: list[bytes]) -> bool:
-        home = next((a[len(STORM_HOME_ARG):] for a in args if a.startswith(STORM_HOME_ARG)),
-                    None)
-        if home is None:
-            return False
-        if home not in homes:
-            homes[home] = (Path(os.fsdecode(home)) / ".complete").is_file()
-        return homes[home]
-
-    return processes_where("cmdline", ours)
+    return maven.home_processes("-Dstorm.home=")
 
 
 #: Storm's part of ``streamband testbed clean`` (entry point ``streamband.cleanup``)

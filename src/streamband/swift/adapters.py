@@ -25,7 +25,7 @@ from typing import Any
 
 from streamband.alloc.bwman import Plan
 from streamband.loop.bwman import Observation
-from streamband.procs import marked_env
+from streamband.procs import marked_env, stop
 from streamband.sdn.client import ControllerClient
 from streamband.swift.cluster import SwiftCluster
 from streamband.swift.failures import FailureEvent
@@ -195,13 +195,7 @@ class TcPlanEnforcer:
         return out
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop(self.proc)
         self.log.close()
 
 

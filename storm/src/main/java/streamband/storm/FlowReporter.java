@@ -24,6 +24,14 @@ import org.apache.storm.utils.Utils;
  * queue population (shared by all its destinations); and per executor of this worker the
  * receive-queue population (the receiver backlog, in messages).
  *
+ * <p>Where a topology's own tasks say where their tuples wait, it adds them, per
+ * "component:task" of this worker: {@code sources}, each Kafka spout's backlog in its topic
+ * per "topic/partition" ({@code end}, {@code next} offsets; {@code lag} records, {@code
+ * lag_bytes}, {@code record_bytes}: gauge {@code streamband-source} of {@code
+ * streamband.storm.kafka.ReportingKafkaSpout}), and {@code stores}, what waits in a join's own
+ * store per input ({@code inputs: {INPUT: {tuples, bytes, watermark_ms, lag_ms}}}, {@code
+ * forced}: gauge {@code streamband-store} of {@code streamband.storm.topo.JoinStore}).
+ *
  * <p>It reads only Storm's own gauges ({@code __send-iconnection-*}, {@code
  * worker-transfer-queue-*}, {@code receive-queue-*}), so it works for any topology once it is
  * listed in the cluster's {@code topology.metrics.reporters} and its jar is on the workers'
@@ -33,6 +41,8 @@ import org.apache.storm.utils.Utils;
 public class FlowReporter implements StormReporter {
     private static final Pattern SEND = Pattern.compile(
         "\\.-1\\.(\\d+)-__send-iconnection-(sent|pending|lostOnSend)-(.+)$");
+    private static final Pattern OWN = Pattern.compile(
+        "\\.([^.]+)\\.(-?\\d+)\\.(\\d+)-streamband-(source|store)$");
     private static final Pattern QUEUE = Pattern.compile(
         "\\.([^.]+)\\.(-?\\d+)\\.(\\d+)-(receive-queue|worker-transfer-queue)-(population|overflow)$");
 
@@ -102,6 +112,8 @@ public class FlowReporter implements StormReporter {
     void report() {
         Map<String, Map<String, Object>> clients = new TreeMap<>();
         Map<String, Long> receive = new TreeMap<>();
+        Map<String, Object> sources = new TreeMap<>();
+        Map<String, Object> stores = new TreeMap<>();
         long transfer = 0;
         int port = -1;
         for (Map.Entry<String, Gauge> e : registry.getGauges().entrySet()) {
@@ -111,6 +123,12 @@ public class FlowReporter implements StormReporter {
                 port = Integer.parseInt(m.group(1));
                 clients.computeIfAbsent(m.group(3), k -> new TreeMap<>())
                     .put(m.group(2), asLong(e.getValue().getValue()));
+                continue;
+            }
+            m = OWN.matcher(name);
+            if (m.find()) {
+                port = Integer.parseInt(m.group(3));
+                (m.group(4).equals("source") ? sources : stores).put(m.group(1) + ":" + m.group(2), value(e.getValue()));
                 continue;
             }
             m = QUEUE.matcher(name);
@@ -133,7 +151,23 @@ public class FlowReporter implements StormReporter {
         rec.put("clients", clients);
         rec.put("transfer_queue", transfer);
         rec.put("receive", receive);
+        if (!sources.isEmpty()) {
+            rec.put("sources", sources);
+        }
+        if (!stores.isEmpty()) {
+            rec.put("stores", stores);
+        }
         udp.send(rec);
+    }
+
+    /** A gauge's value; a gauge that fails is a missing sample, never the reporter's end. */
+    @SuppressWarnings("rawtypes")
+    static Object value(Gauge g) {
+        try {
+            return g.getValue();
+        } catch (RuntimeException e) {
+            return null;
+        }
     }
 
     static long asLong(Object v) {

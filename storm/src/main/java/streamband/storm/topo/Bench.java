@@ -9,6 +9,7 @@ import org.apache.storm.StormSubmitter;
 import org.apache.storm.generated.StormTopology;
 import org.apache.storm.tuple.Tuple;
 import org.apache.storm.utils.Utils;
+import streamband.kafka.Records;
 import streamband.storm.Udp;
 
 /**
@@ -34,13 +35,13 @@ public final class Bench {
         if (args.length > 1) {
             conf.putAll(Utils.findAndReadConfigFile(args[1], true));
         }
+        conf.put("bench.name", args[0]);
         StormTopology topo = build.apply(conf);
         StormSubmitter.submitTopology(args[0], conf, topo);
     }
 
     public static double num(Map<String, Object> conf, String key, double dflt) {
-        Object v = conf.get(key);
-        return v instanceof Number ? ((Number) v).doubleValue() : v == null ? dflt : Double.parseDouble(v.toString());
+        return Records.num(conf, key, dflt);
     }
 
     public static int parallel(Map<String, Object> conf, String component) {
@@ -49,15 +50,7 @@ public final class Bench {
 
     /** A payload of {@code n} bytes (not all zeros, so no layer can compress it away). */
     public static byte[] payload(int n, long seed) {
-        byte[] b = new byte[Math.max(n, 0)];
-        long x = seed * 0x9E3779B97F4A7C15L + 1;
-        for (int i = 0; i < b.length; i++) {
-            x ^= x << 13;
-            x ^= x >>> 7;
-            x ^= x << 17;
-            b[i] = (byte) x;
-        }
-        return b;
+        return Records.payload(n, seed);
     }
 
     /**

@@ -5,7 +5,6 @@ import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
-import java.util.Random;
 import org.apache.storm.Config;
 import org.apache.storm.spout.SpoutOutputCollector;
 import org.apache.storm.task.OutputCollector;
@@ -18,6 +17,9 @@ import org.apache.storm.tuple.Fields;
 import org.apache.storm.tuple.Tuple;
 import org.apache.storm.tuple.Values;
 import org.apache.storm.utils.TupleUtils;
+import streamband.kafka.Records;
+import streamband.storm.kafka.KafkaSource;
+import streamband.storm.kafka.Translator;
 
 /**
  * 000 §VI-A2's Trending Topics: tweets (at {@code bench.rate} per second; 1000 in the
@@ -38,6 +40,9 @@ import org.apache.storm.utils.TupleUtils;
  * partial|ranking} bytes (default 0) beside their text, so that the spec's tuple sizes
  * (000 leaves them open; streamband's spec sets 1 KB tweets, 64-B words, 3-KB partials)
  * load the network as in the simulator.
+ *
+ * <p>With {@code bench.source: kafka} the tweets are read from the topic {@code tweets} by a
+ * Kafka spout ({@link KafkaSource}); the replay producer writes them with the same generator.
  */
 public final class TrendingTopics {
     private TrendingTopics() {
@@ -46,7 +51,12 @@ public final class TrendingTopics {
     public static void main(String[] args) throws Exception {
         Bench.submit(args, conf -> {
             TopologyBuilder b = new TopologyBuilder();
-            b.setSpout("tweets", new Tweets(), Bench.parallel(conf, "tweets"));
+            if (KafkaSource.enabled(conf)) {
+                KafkaSource.configure(conf);
+                b.setSpout("tweets", KafkaSource.spout(conf, "tweets", "tweets", Translator.Kind.TWEET), Bench.parallel(conf, "tweets"));
+            } else {
+                b.setSpout("tweets", new Tweets(), Bench.parallel(conf, "tweets"));
+            }
             b.setBolt("split", new Split(), Bench.parallel(conf, "split")).shuffleGrouping("tweets");
             b.setBolt("count", new Count(), Bench.parallel(conf, "count"))
                 .fieldsGrouping("split", new Fields("word"));
@@ -56,89 +66,23 @@ public final class TrendingTopics {
         });
     }
 
-    /** Word sampler: the frequency list, a Zipf tail, and the current burst. */
-    static final class Words {
-        final String[] words;
-        final double[] cum;
-        final double tailMass;
-        final int tailSize;
-
-        @SuppressWarnings("unchecked")
-        Words(Map<String, Object> conf) {
-            List<Object> list = (List<Object>) conf.getOrDefault("bench.words", new ArrayList<>());
-            int n = Math.max(list.size(), 1);
-            words = new String[n];
-            cum = new double[n];
-            double acc = 0;
-            for (int i = 0; i < list.size(); i++) {
-                List<Object> e = (List<Object>) list.get(i);
-                words[i] = e.get(0).toString();
-                acc += ((Number) e.get(1)).doubleValue();
-                cum[i] = acc;
-            }
-            if (list.isEmpty()) {
-                words[0] = "word";
-                cum[0] = acc = 1.0;
-            }
-            tailMass = Math.max(0.0, 1.0 - acc);
-            tailSize = (int) Bench.num(conf, "bench.tail.words", 100000);
-        }
-
-        String sample(Random rnd) {
-            double total = cum[cum.length - 1] + tailMass;
-            double u = rnd.nextDouble() * total;
-            if (u >= cum[cum.length - 1]) {
-                // Zipf (s = 1) over the tail ranks: rank = n * (N/n)^v, v uniform
-                int n = cum.length;
-                double r = n * Math.pow((double) (n + tailSize) / n, rnd.nextDouble());
-                return "w" + (int) r;
-            }
-            int lo = 0;
-            int hi = cum.length - 1;
-            while (lo < hi) {
-                int mid = (lo + hi) >>> 1;
-                if (cum[mid] < u) {
-                    lo = mid + 1;
-                } else {
-                    hi = mid;
-                }
-            }
-            return words[lo];
-        }
-    }
-
     /** Paced tweets of 8-16 words. */
     public static class Tweets extends BaseRichSpout {
         private SpoutOutputCollector out;
         private Bench.Pace pace;
         private Bench.Reporter rep;
-        private Words words;
-        private Random rnd;
-        private String[] burst = new String[0];
-        private long burstEnd;
-        private long nextBurst;
-        private double burstShare;
+        private Records.Tweets tweets;
         private long id;
-        private Map<String, Object> conf;
         private byte[] pad;
-        private int minWords;
-        private int spanWords;
 
         @Override
         public void open(Map<String, Object> conf, TopologyContext ctx, SpoutOutputCollector collector) {
-            this.conf = conf;
             out = collector;
             int n = ctx.getComponentTasks(ctx.getThisComponentId()).size();
             pace = new Bench.Pace(Bench.num(conf, "bench.rate", 1000) / n);
             rep = new Bench.Reporter(conf, "spout", ctx.getStormId(), ctx.getThisComponentId(), ctx.getThisTaskId());
-            words = new Words(conf);
-            rnd = new Random(ctx.getThisTaskId() * 7919L);
-            burstShare = Bench.num(conf, "bench.burst.share", 0.05);
-            nextBurst = System.currentTimeMillis() + (long) (1000 * Bench.num(conf, "bench.burst.period.s", 30));
+            tweets = new Records.Tweets(conf, ctx.getThisTaskId() * 7919L, System.currentTimeMillis());
             pad = Bench.payload((int) Bench.num(conf, "bench.bytes.tweet", 0), 3);
-            int mean = Math.max(1, (int) Bench.num(conf, "bench.words.per.tweet", 12));
-            minWords = mean - mean / 3;
-            spanWords = 2 * (mean / 3) + 1;
         }
 
         @Override
@@ -148,25 +92,7 @@ public final class TrendingTopics {
                 return;
             }
             long now = System.currentTimeMillis();
-            if (now >= nextBurst) {
-                int k = (int) Bench.num(conf, "bench.burst.words", 5);
-                burst = new String[k];
-                for (int i = 0; i < k; i++) {
-                    burst[i] = words.sample(rnd);
-                }
-                burstEnd = now + (long) (1000 * Bench.num(conf, "bench.burst.length.s", 10));
-                nextBurst = now + (long) (1000 * Bench.num(conf, "bench.burst.period.s", 30));
-            }
-            int len = minWords + rnd.nextInt(spanWords);
-            StringBuilder sb = new StringBuilder();
-            for (int i = 0; i < len; i++) {
-                if (i > 0) {
-                    sb.append(' ');
-                }
-                boolean trending = now < burstEnd && burst.length > 0 && rnd.nextDouble() < burstShare;
-                sb.append(trending ? burst[rnd.nextInt(burst.length)] : words.sample(rnd));
-            }
-            out.emit(new Values(sb.toString(), now, pad), id++);
+            out.emit(new Values(tweets.next(now), now, pad), id++);
             rep.add("emitted", 1);
         }
 
@@ -258,11 +184,13 @@ public final class TrendingTopics {
      * The global top K over a sliding window; the ranking once a second. It merges the
      * counters' partials aligned on event time: a partial waits (un-acked) until every
      * counter's partials have reached its time, as a ranking needs all instances' counts.
+     * The partials wait in a {@link JoinStore} with one input per counter task ("count:TASK"),
+     * reported every second (gauge {@code streamband-store}).
      */
     public static class TopK extends BaseRichBolt {
         private OutputCollector out;
         private final Map<String, long[]> window = new HashMap<>(); // word -> {count, seen ms}
-        private transient Bench.Aligner partials;
+        private transient JoinStore partials;
         private long windowMs;
         private int topk;
         private long n;
@@ -275,7 +203,12 @@ public final class TrendingTopics {
             windowMs = (long) (1000 * Bench.num(conf, "bench.window.s", 30));
             topk = (int) Bench.num(conf, "bench.topk", 10);
             pad = Bench.payload((int) Bench.num(conf, "bench.bytes.ranking", 0), 11);
-            partials = new Bench.Aligner(ctx.getComponentTasks("count").size());
+            Map<String, Integer> inputs = new HashMap<>();
+            for (int task : ctx.getComponentTasks("count")) {
+                inputs.put("count:" + task, 1);
+            }
+            partials = new JoinStore(inputs, (long) (Bench.num(conf, "bench.store.max.mb", 96) * (1 << 20)));
+            ctx.registerGauge(TruckingIoT.StoreCombine.GAUGE, partials::sample);
         }
 
         private void merge(Tuple t, long now) {
@@ -313,10 +246,11 @@ public final class TrendingTopics {
                 }
                 return;
             }
-            partials.mark(t.getSourceTask(), t.getLong(1));
-            partials.hold(t);
-            for (Tuple p = partials.next(); p != null; p = partials.next()) {
-                merge(p, now);
+            // the partial's bytes: its top list, its padding and its time and count fields
+            long bytes = t.getString(0).length() + ((byte[]) t.getValue(3)).length + 12;
+            partials.add("count:" + t.getSourceTask(), t.getSourceTask(), t, t.getLong(1), bytes);
+            for (JoinStore.Held p = partials.next(); p != null; p = partials.next()) {
+                merge(p.tuple, now);
             }
         }
 

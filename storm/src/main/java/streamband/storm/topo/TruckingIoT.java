@@ -14,6 +14,8 @@ import org.apache.storm.topology.base.BaseRichSpout;
 import org.apache.storm.tuple.Fields;
 import org.apache.storm.tuple.Tuple;
 import org.apache.storm.tuple.Values;
+import streamband.storm.kafka.KafkaSource;
+import streamband.storm.kafka.Translator;
 
 /**
  * 000 §VI-A2's Trucking IoT: truck events and traffic congestion records arrive on two
@@ -27,6 +29,11 @@ import org.apache.storm.tuple.Values;
  * happened.
  * Settings: {@code bench.rate}, {@code bench.bytes.truck|traffic|joined}, {@code
  * bench.routes}, {@code bench.grouping.traffic}, {@code bench.parallelism.COMPONENT}.
+ *
+ * <p>With {@code bench.source: kafka} the two streams are two topics ({@code trucks},
+ * {@code traffic}), each read by its own Kafka spout ({@link KafkaSource}; the records'
+ * rates and sizes are the producer's), and the combiner is {@link StoreCombine}, which keeps
+ * both inputs in its own store and reports it.
  */
 public final class TruckingIoT {
     private TruckingIoT() {
@@ -35,10 +42,17 @@ public final class TruckingIoT {
     public static void main(String[] args) throws Exception {
         Bench.submit(args, conf -> {
             TopologyBuilder b = new TopologyBuilder();
-            b.setSpout("trucks", new Events("truck", 1024, 11), Bench.parallel(conf, "trucks"));
-            b.setSpout("traffic", new Events("traffic", 512, 12), Bench.parallel(conf, "traffic"));
+            boolean kafka = KafkaSource.enabled(conf);
+            if (kafka) {
+                KafkaSource.configure(conf);
+                b.setSpout("trucks", KafkaSource.spout(conf, "trucks", "trucks", Translator.Kind.EVENT), Bench.parallel(conf, "trucks"));
+                b.setSpout("traffic", KafkaSource.spout(conf, "traffic", "traffic", Translator.Kind.EVENT), Bench.parallel(conf, "traffic"));
+            } else {
+                b.setSpout("trucks", new Events("truck", 1024, 11), Bench.parallel(conf, "trucks"));
+                b.setSpout("traffic", new Events("traffic", 512, 12), Bench.parallel(conf, "traffic"));
+            }
             BoltDeclarer combine =
-                b.setBolt("combine", new Combine(), Bench.parallel(conf, "combine"))
+                b.setBolt("combine", kafka ? new StoreCombine() : new Combine(), Bench.parallel(conf, "combine"))
                     .fieldsGrouping("trucks", new Fields("route"));
             if ("all".equals(conf.getOrDefault("bench.grouping.traffic", "fields"))) {
                 combine.allGrouping("traffic");
@@ -136,6 +150,54 @@ public final class TruckingIoT {
             for (Tuple e = trucks.next(); e != null; e = trucks.next()) {
                 int route = e.getInteger(0);
                 out.emit(e, new Values(route, e.getLong(1), congestion.containsKey(route), joined));
+                out.ack(e);
+            }
+        }
+
+        @Override
+        public void declareOutputFields(OutputFieldsDeclarer d) {
+            d.declare(new Fields("route", "ts", "matched", "data"));
+        }
+    }
+
+    /**
+     * The Kafka-fed combiner: truck events and congestion records both wait in its {@link
+     * JoinStore} until the other stream's watermark has reached them, then are taken in
+     * event-time order: a record updates its route's congestion, an event leaves joined with
+     * its route's congestion in force at its time. The store is reported every second (gauge
+     * {@code streamband-store}; {@code bench.store.max.mb}, default 96, bounds it).
+     */
+    public static class StoreCombine extends BaseRichBolt {
+        public static final String GAUGE = "streamband-store";
+        private OutputCollector out;
+        private final Map<Integer, byte[]> congestion = new HashMap<>();
+        private transient JoinStore store;
+        private byte[] joined;
+
+        @Override
+        public void prepare(Map<String, Object> conf, TopologyContext ctx, OutputCollector collector) {
+            out = collector;
+            joined = Bench.payload((int) Bench.num(conf, "bench.bytes.joined", 1536), 13);
+            Map<String, Integer> inputs = new HashMap<>();
+            for (String c : new String[] {"trucks", "traffic"}) {
+                inputs.put(c, ctx.getComponentTasks(c).size());
+            }
+            store = new JoinStore(inputs, (long) (Bench.num(conf, "bench.store.max.mb", 96) * (1 << 20)));
+            ctx.registerGauge(GAUGE, store::sample);
+        }
+
+        @Override
+        public void execute(Tuple t) {
+            // the tuple's bytes: its payload and its route and time fields
+            store.add(t.getSourceComponent(), t.getSourceTask(), t, t.getLong(1), ((byte[]) t.getValue(2)).length + 12);
+            for (JoinStore.Held h = store.next(); h != null; h = store.next()) {
+                Tuple e = h.tuple;
+                int route = e.getInteger(0);
+                if (h.input.equals("traffic")) {
+                    congestion.put(route, (byte[]) e.getValue(2));
+                } else {
+                    out.emit(e, new Values(route, e.getLong(1), congestion.containsKey(route), joined));
+                }
                 out.ack(e);
             }
         }
