@@ -57,4 +57,6 @@ def test_paper_000_on_a_real_backend_reports_spread_and_paired_gains():
     assert row[h("tcp spread")] == "51.0-72.0" and row[h("aa spread")] == "56.0-79.0"
     assert abs(row[h("storm gain %")] - 100 * (60 / 64 - 1)) < 1e-9
     assert abs(row[h("paired gain %")] - 100 * (79 / 72 - 1)) < 1e-9  # +9.8, -6.3, +9.7
-    assert [c.ok for c in cmp.checks] == [False, True]
+    # closed loop, tcp's links 0.9 full: -6.3 % is more than 2 % below tcp, the latency
+    # is not lower, and no step raised
+    assert [c.ok for c in cmp.checks] == [False, False, True]

@@ -7,8 +7,10 @@ network half shared by every real backend (:mod:`streamband.loop.openflow`)."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,10 +19,13 @@ import numpy as np
 from streamband.alloc.registry import policy_entry
 from streamband.backends.base import Case, RunRecord
 from streamband.errors import PreconditionError, SpecError, nearest
+from streamband.kafka.broker import Broker, BrokerSpec
+from streamband.kafka.replay import Replay, Stream, create_topics, streams
 from streamband.loop.openflow import ControllerLinkStats, MeterEnforcer
 from streamband.model.testbed import TestbedSpec
 from streamband.sdn.client import ControllerClient
 from streamband.storm.cluster import StormCluster, testbed_spec
+from streamband.storm.home import kafka_topology_jar
 from streamband.storm.managed import ManagedTopology
 from streamband.storm.profiler import StormProfiler
 from streamband.storm.workloads import WORKLOADS, scale_tuples
@@ -30,6 +35,12 @@ if TYPE_CHECKING:
     from streamband.model.app import App
     from streamband.model.spec import ExperimentSpec
 
+#: where the topologies' sources come from: their own paced spouts, or Kafka topics that a
+#: paced producer fills (independent sources, open loop: the regime where TCP's equal
+#: split costs a join throughput)
+SOURCES = ("spout", "kafka")
+#: Kafka-fed: at-most-once (acking off, as throughput-first users run) or at-least-once
+GUARANTEES = ("at-most-once", "at-least-once")
 #: the benches' and ``run``'s ``topology.max.spout.pending``: Storm's own flow control
 #: with acking on (Storm's docs advise setting it; its default is unbounded)
 MAX_PENDING = 1000
@@ -76,16 +87,26 @@ class StormRunner:
 
     def __init__(self, out: Path, seconds: float = 60.0, warmup_s: float = 30.0,
                  dt: float = 1.0, guard: bool = False, max_pending: int = MAX_PENDING,
-                 tuple_scale: float | dict[str, float] = 1.0, **control: Any) -> None:
+                 tuple_scale: float | dict[str, float] = 1.0, source: str = "spout",
+                 guarantee: str = "at-most-once", **control: Any) -> None:
         if os.geteuid() != 0:
             raise PreconditionError("--backend storm: needs root (the testbed's namespaces)")
         self.out, self.seconds, self.warmup_s, self.dt = Path(out), seconds, warmup_s, dt
         self.guard = guard
         self.max_pending = max_pending
         self.tuple_scale = tuple_scale
+        if source not in SOURCES:
+            raise SpecError(f"--source: expected one of {', '.join(SOURCES)}, got {source!r}"
+                            f"{nearest(source, SOURCES)}")
+        if guarantee not in GUARANTEES:
+            raise SpecError(f"guarantee: expected one of {', '.join(GUARANTEES)}, got "
+                            f"{guarantee!r}{nearest(guarantee, GUARANTEES)}")
+        self.source, self.guarantee = source, guarantee
         self.control = control
         self.tb: Any = None
         self.cluster: Any = None
+        self.broker: Broker | None = None
+        self.replay: Replay | None = None
         self.key: tuple[str, float] | None = None
         self.topology: tuple[Any, Any] | None = None  # (case, ManagedTopology)
         self.count = 0
@@ -97,6 +118,11 @@ class StormRunner:
         self._stop()
 
     def _stop(self) -> None:
+        stop_replay(self.replay)
+        self.replay = None
+        if self.broker is not None:
+            self.broker.stop()
+            self.broker = None
         if self.cluster is not None:
             self.cluster.stop()
             self.cluster = None
@@ -111,6 +137,12 @@ class StormRunner:
             raise SpecError(f"app {spec.app.name!r}: no Storm topology runs it; the storm "
                             f"backend runs {', '.join(WORKLOADS)}"
                             f"{nearest(spec.app.name, WORKLOADS)}")
+        if self.source == "kafka":
+            streams(spec.app)  # the line naming the apps Kafka feeds
+            if case.network.topology != "star":
+                raise SpecError(f"networks.{case.network.name}: --source kafka runs the "
+                                "broker on a star's master host, off the links under test; "
+                                f"got topology {case.network.topology!r}")
         for p in spec.policies:
             if policy_entry(p).kind not in ("per-step", "loop"):
                 raise SpecError(f"policies: {p!r} is of kind {policy_entry(p).kind!r}; Storm "
@@ -137,6 +169,10 @@ class StormRunner:
         master = "master" if star else hosts[0]  # ZooKeeper and Nimbus beside a worker
         self.cluster = StormCluster(testbed_spec(self.tb.state(), self.out / "cluster",
                                                  master, hosts)).start()
+        if self.source == "kafka":
+            m = self.tb.state()["hosts"][master]
+            self.broker = Broker(BrokerSpec(host=m["ip"], prefix=[
+                "nsenter", f"--net=/proc/{m['pid']}/ns/net"])).start()
         self.key = key
 
     def scale(self, app: App) -> float:
@@ -145,9 +181,15 @@ class StormRunner:
         return float(s.get(app.name, 1.0) if isinstance(s, dict) else s)
 
     def _topology(self, spec: ExperimentSpec, case: Case) -> Any:
-        if self.topology is not None and self.topology[0] is case:
+        """The running topology of ``case``: one per case, its policies one after another
+        on it; Kafka-fed, a new one per window (fresh topics, nothing queued), so that
+        every window starts at the same age with nothing inherited from the last."""
+        kafka = self.source == "kafka"
+        if self.topology is not None and self.topology[0] is case and not kafka:
             return self.topology[1]
         if self.topology is not None:
+            stop_replay(self.replay)
+            self.replay = None
             self.cluster.kill(self.topology[1].info["name"])
             time.sleep(5)
         work = WORKLOADS[spec.app.name]
@@ -159,13 +201,36 @@ class StormRunner:
         self.count += 1
         name = f"{app.name}-{case.placement}-{self.count}".replace("_", "-")
         limit = ({"topology.max.spout.pending": self.max_pending}
-                 if self.max_pending else {})
-        self.cluster.submit(self.cluster.jar, work.main, name,
-                            {**work.settings(app), **limit, "streamband.placement": where})
+                 if self.max_pending and (not kafka or self.guarantee == "at-least-once")
+                 else {})
+        conf = {**work.settings(app), **limit, "streamband.placement": where}
+        jar = self.cluster.jar
+        fresh: list[Stream] = []
+        if kafka:
+            assert self.broker is not None
+            for comp, beside in work.placed_with.items():
+                where[comp] = where[beside]
+            for s in streams(app):
+                comp = work.kafka_spouts[s.topic]
+                fresh.append(replace(s, topic=f"{s.topic}-{self.count}"))
+                conf[f"bench.topic.{comp}"] = fresh[-1].topic
+            create_topics(self.broker, {f.topic: len(where[work.kafka_spouts[s.topic]])
+                                        for f, s in zip(fresh, streams(app), strict=True)})
+            conf.update({"bench.source": "kafka",
+                         "streamband.kafka.bootstrap": self.broker.spec.bootstrap,
+                         "streamband.kafka.guarantee": self.guarantee})
+            jar = kafka_topology_jar()
+        self.cluster.submit(jar, work.main, name, conf)
         info = self.cluster.wait_running(name)
         info["name"] = name
         mt = ManagedTopology(self.tb, self.cluster, info, work, app)
-        time.sleep(self.warmup_s)
+        if kafka:
+            assert self.broker is not None
+            spouts = {work.kafka_spouts[s.topic] for s in streams(app)}
+            mt.wait_sources(sum(len(where[c]) for c in spouts))
+            self.replay = start_replay(self.broker, fresh, work.settings(app))
+        else:
+            time.sleep(self.warmup_s)
         self.topology = (case, mt)
         return mt
 
@@ -192,8 +257,8 @@ class StormRunner:
                 progress(min(1.0, (time.monotonic() - t0) / self.seconds))
 
         r = mt.run(policy if entry.kind == "loop" else "tcp", self.seconds, self.dt,
-                   log=self._log(tag), on_step=on_step,
-                   guard=self.guard)
+                   log=self._log(tag), on_step=on_step, guard=self.guard,
+                   warmup_s=self.warmup_s if self.source == "kafka" else 0.0)
         topo = self.tb.topo
         util = r["link_used_bps"] / topo.capacities
         links = reference_links or [lk for lk in range(len(topo.links))
@@ -218,10 +283,64 @@ class StormRunner:
             "seconds": r["seconds"], "loop_errors": r["loop_errors"],
             "flows": r["flows"], "last_rates_bps": r["last_rates_bps"],
             "capped_share": r["capped_share"], "tuple_scale": self.scale(spec.app),
+            "source": self.source,
+            # the network flows the window managed, and what the controller had installed
+            # for them at its end (a meter per flow; rate null: counted, not capped)
+            "flow_keys": r["keys"], "meters": [{"flow": m["flow"], "rate_bps": m["rate_bps"]}
+                                               for m in r["meters"]],
         }
+        if self.source == "kafka":
+            row.update(kafka_row(r, self.seconds, self.guarantee))
         return RunRecord(row, times, [p.label or p.name for p in mt.pairs], rates,
                          np.ones(len(mt.pairs), bool), [int(lk) for lk in links])
 
 
 Runner = StormRunner
 Profiler, LinkStats, Enforcer = StormProfiler, ControllerLinkStats, MeterEnforcer
+
+
+def start_replay(broker: Broker, fresh: list[Stream], conf: dict[str, Any]) -> Replay:
+    """The paced producer of ``fresh`` until stopped, its reports read in a thread (a
+    producer whose reports nobody reads would block on a full pipe)."""
+    replay = Replay(broker, fresh, 0.0, conf=conf, create=False).start()
+    threading.Thread(target=_drain, args=(replay,), name="replay", daemon=True).start()
+    return replay
+
+
+def _drain(replay: Replay) -> None:
+    try:
+        replay.wait()
+    except PreconditionError:
+        pass  # stopped: its last report stays in replay.last
+
+
+def stop_replay(replay: Replay | None) -> None:
+    if replay is not None:
+        replay.stop()
+
+
+def kafka_row(r: dict[str, Any], seconds: float, guarantee: str) -> dict[str, Any]:
+    """A Kafka-fed window's figures: per topic its backlog at the window's start and end
+    (records) and its growth rate (records/s; > 0: the topology falls behind its
+    source), what waits in its joins' stores, and the guarantee."""
+    lag0 = _by_topic(r["sources_start"])
+    lag1 = _by_topic(r["sources_end"])
+    end0, end1 = _by_topic(r["sources_start"], "end"), _by_topic(r["sources_end"], "end")
+    return {
+        "guarantee": guarantee,
+        "source_lag_start": lag0, "source_lag_end": lag1,
+        "source_lag_growth_rps": {t: (lag1[t] - lag0.get(t, 0.0)) / seconds for t in lag1},
+        "arrival_rps": {t: (end1[t] - end0.get(t, 0.0)) / seconds for t in end1},
+        "produced": end1,
+        "store_tuples": {k: v["tuples"] for k, v in r["stores"].items()},
+    }
+
+
+def _by_topic(sources: dict[str, dict[str, float]], key: str = "lag") -> dict[str, float]:
+    """``topic/partition`` figures summed per topic, the window's suffix dropped
+    (``trucks-7/0`` -> ``trucks``)."""
+    out: dict[str, float] = {}
+    for tp, v in sources.items():
+        topic = tp.rsplit("/", 1)[0].rsplit("-", 1)[0]
+        out[topic] = out.get(topic, 0.0) + float(v.get(key, 0.0))
+    return out

@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 
 from streamband.cli.command import App, number, out_dir
-from streamband.errors import OptionError
+from streamband.errors import OptionError, nearest
 
 app = App(no_args_is_help=True,
           help="Application-aware bandwidth management for stream analytics. "
@@ -76,6 +76,16 @@ SCALE_HELP = ("storm: run the spec at 1/S of its tuples, each S times the bytes 
               "tuple rate) (default: 1; bench paper-000: TT 10, TI 2)")
 
 
+SOURCE_HELP = ("storm: the topologies' sources: spout (their own paced spouts, the "
+               "default) or kafka (Kafka topics on the testbed's master host, filled at the "
+               "spec's rates by a paced producer and read by one Kafka spout per topic: "
+               "independent sources, open loop; a star network)")
+
+
+GUARANTEE_HELP = ("storm, --source kafka: at-most-once (acking off, the default) or "
+                  "at-least-once (every tuple acked, failed ones replayed from Kafka)")
+
+
 GUARD_HELP = ("testbed, storm: do no harm - keep TCP's split unless an allocation moves "
               "at least 12 % of a bottleneck's capacity (default: on for testbed, off for "
               "storm, whose TCP split already follows the join)")
@@ -92,6 +102,8 @@ def run(
     guard: bool = typer.Option(None, "--guard/--no-guard", help=GUARD_HELP),
     max_pending: int = typer.Option(None, help=PENDING_HELP),
     tuple_scale: float = typer.Option(None, help=SCALE_HELP),
+    source: str = typer.Option(None, help=SOURCE_HELP),
+    guarantee: str = typer.Option(None, help=GUARANTEE_HELP),
 ) -> None:
     """Run an experiment spec: a table per app, results.json and report.html."""
     from streamband.backends import backend as get_backend
@@ -101,7 +113,7 @@ def run(
 
     out_dir(out)
     opts = _options(backend, seconds, repeat, max_pending=max_pending, guard=guard,
-                    tuple_scale=tuple_scale)
+                    tuple_scale=tuple_scale, source=source, guarantee=guarantee)
     parsed = with_options(load_spec(spec), opts)
     mod = get_backend(backend)
     runner = (mod.Runner() if backend == "sim"
@@ -114,7 +126,8 @@ def run(
 
 
 def _options(backend: str, seconds: float | None, repeat: int, max_pending: int | None = None,
-             tuple_scale: float | None = None, **more: object):  # noqa: ANN202
+             tuple_scale: float | None = None, source: str | None = None,
+             guarantee: str | None = None, **more: object):  # noqa: ANN202
     from streamband.backends import BACKENDS
     from streamband.experiments.base import Options
 
@@ -135,8 +148,20 @@ def _options(backend: str, seconds: float | None, repeat: int, max_pending: int 
         if backend != "storm":
             raise OptionError(f"--tuple-scale: applies to --backend storm only, got {backend}")
         number(tuple_scale, "--tuple-scale", 1.0, 1000.0)
+    for name, value, allowed in (("--source", source, ("spout", "kafka")),
+                                 ("--guarantee", guarantee, ("at-most-once", "at-least-once"))):
+        if value is None:
+            continue
+        if backend != "storm":
+            raise OptionError(f"{name}: applies to --backend storm only, got {backend}")
+        if value not in allowed:
+            raise OptionError(f"{name}: expected one of {', '.join(allowed)}, got {value!r}"
+                              f"{nearest(value, allowed)}")
+    if guarantee is not None and source != "kafka":
+        raise OptionError("--guarantee: applies to --source kafka only")
     return Options(backend=backend, seconds=seconds, repeat=repeat,  # type: ignore[arg-type]
-                   max_pending=max_pending, tuple_scale=tuple_scale, **more)
+                   max_pending=max_pending, tuple_scale=tuple_scale, source=source,
+                   guarantee=guarantee, **more)
 
 
 @app.command()
@@ -156,6 +181,8 @@ def bench(
     guard: bool = typer.Option(None, "--guard/--no-guard", help=GUARD_HELP),
     max_pending: int = typer.Option(None, help=PENDING_HELP),
     tuple_scale: float = typer.Option(None, help=SCALE_HELP),
+    source: str = typer.Option(None, help=SOURCE_HELP),
+    guarantee: str = typer.Option(None, help=GUARANTEE_HELP),
     spec: Path = typer.Option(None, help="paper-002: a Swift experiment spec (YAML) in "
                               "place of the shipped one (other experiments: streamband "
                               "run SPEC)"),
@@ -185,7 +212,8 @@ def bench(
 
         given["spec"] = load(spec)
     opts = _options(backend, seconds, repeat, full_trace=full_trace, policy=policy,
-                    guard=guard, max_pending=max_pending, tuple_scale=tuple_scale)
+                    guard=guard, max_pending=max_pending, tuple_scale=tuple_scale,
+                    source=source, guarantee=guarantee)
     target = out_dir(out or Path("out") / (name + ("" if backend == "sim" else f"-{backend}")))
     outcome = mod.run(target, opts, _console(), **given)
     if not outcome.ok:

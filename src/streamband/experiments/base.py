@@ -55,7 +55,9 @@ class Comparison:
 
     @property
     def ok(self) -> bool:
-        return all(c.ok for c in self.checks)
+        """Every check holds, and there is one at least (a bench that checks nothing
+        has shown nothing)."""
+        return bool(self.checks) and all(c.ok for c in self.checks)
 
     def as_json(self) -> dict[str, Any]:
         return {"title": self.title, "header": self.header, "rows": self.rows,
@@ -77,7 +79,10 @@ class Options:
     backend's default); ``max_pending`` (storm): Storm's ``topology.max.spout.pending``,
     the tuples a spout task may have in flight (0: the spouts paced open loop; ``None``:
     the backend's default); ``tuple_scale`` (storm): run the spec at ``1/S`` of its
-    tuples, each ``S`` times the bytes (``None``: the bench's default).
+    tuples, each ``S`` times the bytes (``None``: the bench's default); ``source``
+    (storm): the topologies' sources, their own paced spouts (``spout``) or Kafka topics
+    a paced producer fills (``kafka``; ``None``: spouts); ``guarantee`` (storm, kafka):
+    ``at-most-once`` (acking off) or ``at-least-once``.
     """
 
     backend: str = "sim"
@@ -88,11 +93,14 @@ class Options:
     guard: bool | None = None
     max_pending: int | None = None
     tuple_scale: float | None = None
+    source: str | None = None
+    guarantee: str | None = None
 
     def engine(self) -> dict[str, Any]:
         """A real backend's runner settings given here (the others: its defaults)."""
         given = {"guard": self.guard, "max_pending": self.max_pending,
-                 "tuple_scale": self.tuple_scale}
+                 "tuple_scale": self.tuple_scale, "source": self.source,
+                 "guarantee": self.guarantee}
         return {k: v for k, v in given.items() if v is not None}
 
     def under_test(self, table: dict[str, str]) -> str:

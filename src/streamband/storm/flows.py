@@ -37,6 +37,14 @@ class WorkerPair:
     src: Worker
     dst: Worker
     label: str = ""
+    #: the tasks of the sending executor (a join's store keys an input by its component,
+    #: or by ``component:task`` where each sending task is an input of its own)
+    src_tasks: tuple[int, ...] = ()
+
+    @property
+    def src_component(self) -> str:
+        """The sending component (from :attr:`label`, ``A[i]->B[j]``)."""
+        return self.label.split("->")[0].split("[")[0]
 
     @property
     def remote(self) -> bool:
@@ -61,12 +69,16 @@ def component_pairs(info: dict[str, Any], edges: list[tuple[str, str]]) -> list[
     sending executor to every receiving one (shuffle or fields grouping), in edge order;
     pairs inside one worker carry nothing over TCP and are left out."""
     where = placement(info)
+    tasks: dict[str, list[tuple[int, ...]]] = {}
+    for e in sorted(info["executors"], key=lambda e: e["task_start"]):
+        tasks.setdefault(e["component"], []).append(
+            tuple(range(int(e["task_start"]), int(e.get("task_end", e["task_start"])) + 1)))
     pairs: list[WorkerPair] = []
     for a, b in edges:
         for i, ws in enumerate(where.get(a, [])):
             for j, wd in enumerate(where.get(b, [])):
                 if ws != wd:
-                    pairs.append(WorkerPair(ws, wd, f"{a}[{i}]->{b}[{j}]"))
+                    pairs.append(WorkerPair(ws, wd, f"{a}[{i}]->{b}[{j}]", tasks[a][i]))
     return pairs
 
 

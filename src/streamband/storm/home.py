@@ -15,6 +15,9 @@ STORM_VERSION = "2.8.1"
 REPO_ROOT = Path(__file__).resolve().parents[3]
 JAVA_PROJECT = REPO_ROOT / "storm"
 JAR_NAME = "streamband-storm.jar"
+#: the topology jar of the Kafka-fed topologies (storm-kafka-client and kafka-clients
+#: shaded in: Storm's documented way to give workers a Kafka client)
+KAFKA_JAR_NAME = "streamband-storm-kafka.jar"
 
 _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
@@ -70,6 +73,13 @@ def streamband_jar(progress: ProgressFn | None = None) -> Path:
     """streamband's jar (scheduler, reporter, admin CLI, benchmark topologies), built
     with Maven from ``storm/`` when a source is newer than the jar."""
     return maven.project_jar(JAVA_PROJECT, JAR_NAME, progress)
+
+
+def kafka_topology_jar(progress: ProgressFn | None = None) -> Path:
+    """The Kafka-fed topologies' jar, built with :func:`streamband_jar` (one ``mvn
+    package`` of ``storm/``)."""
+    streamband_jar(progress)
+    return JAVA_PROJECT / "target" / KAFKA_JAR_NAME
 
 
 def install_jar(home: Path, jar: Path) -> Path:

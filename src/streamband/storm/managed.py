@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from streamband.alloc import get_policy
+from streamband.errors import PreconditionError
 from streamband.loop.guard import HarmGuard
 from streamband.loop.live import LiveLoop
 from streamband.loop.manager import Manager
@@ -29,6 +30,7 @@ from streamband.storm.profiler import (
     host_reader,
     latency_percentiles,
     read_snapshot,
+    worker_reports,
 )
 from streamband.storm.workloads import Workload
 
@@ -76,14 +78,69 @@ class ManagedTopology:
         t["time"] = time.time()
         return t
 
+    def sources(self) -> dict[str, dict[str, float]]:
+        """Per ``topic/partition`` its Kafka spouts' latest view (the flow reports'
+        ``sources``): ``end`` (the log's next offset), ``next`` (the next the spout
+        emits), ``lag`` (records) and ``lag_bytes``; empty for a topology without Kafka
+        spouts."""
+        out: dict[str, dict[str, float]] = {}
+        for rep in worker_reports(read_snapshot(self.cluster.work / "profile.json"),
+                                  self.info["id"]).values():
+            for parts in (rep.get("sources") or {}).values():
+                for tp, v in (parts or {}).items():
+                    out[tp] = {k: float(v.get(k) or 0.0)
+                               for k in ("end", "next", "lag", "lag_bytes")}
+        return out
+
+    def wait_sources(self, tasks: int, timeout: float = 240.0) -> None:
+        """Waits until ``tasks`` Kafka spout tasks report their topics (their workers run
+        and their consumers are assigned), so that a producer started now is read at once.
+
+        Raises
+        ------
+        PreconditionError
+            If they do not within ``timeout`` (workers take tens of seconds to start on
+            2 cores).
+        """
+        deadline = time.monotonic() + timeout
+        seen = 0
+        while time.monotonic() < deadline:
+            reps = worker_reports(read_snapshot(self.cluster.work / "profile.json"),
+                                  self.info["id"]).values()
+            seen = sum(1 for r in reps for v in (r.get("sources") or {}).values() if v)
+            if seen >= tasks:
+                return
+            time.sleep(1.0)
+        raise PreconditionError(f"topology {self.info.get('name')}: {seen} of {tasks} Kafka "
+                                f"spout tasks reported after {timeout:.0f} s")
+
+    def stores(self) -> dict[str, dict[str, float]]:
+        """Per join input (summed over the join's tasks) what waits in the join's own
+        store: ``tuples``, ``bytes``, the largest ``lag_ms``; and ``forced``: tuples let
+        out early past the store's bound."""
+        out: dict[str, dict[str, float]] = {}
+        forced = 0.0
+        for rep in worker_reports(read_snapshot(self.cluster.work / "profile.json"),
+                                  self.info["id"]).values():
+            for store in (rep.get("stores") or {}).values():
+                forced += float((store or {}).get("forced") or 0.0)
+                for name, v in ((store or {}).get("inputs") or {}).items():
+                    o = out.setdefault(name, {"tuples": 0.0, "bytes": 0.0, "lag_ms": 0.0})
+                    o["tuples"] += float(v.get("tuples") or 0.0)
+                    o["bytes"] += float(v.get("bytes") or 0.0)
+                    o["lag_ms"] = max(o["lag_ms"], float(v.get("lag_ms") or 0.0))
+        return {**out, "forced": {"tuples": forced}} if out else {}
+
     def run(self, policy: str, seconds: float, dt: float = 1.0,
             log: Path | None = None, input_queue: bool = False,
             on_step: Callable[[ControllerLinkStats], None] | None = None,
-            guard: bool = False) -> dict[str, Any]:
-        """``policy`` (``tcp`` = no meters, else an allocation policy) for ``seconds``;
-        returns the window's row (``input_queue``: see :class:`StormProfiler`;
-        ``on_step``: called with the link statistics after every allocation; ``guard``:
-        do no harm, :class:`~streamband.loop.guard.HarmGuard`)."""
+            guard: bool = False, warmup_s: float = 0.0) -> dict[str, Any]:
+        """``policy`` (``tcp`` = no meters, else an allocation policy) for ``warmup_s``
+        then a measured window of ``seconds``; returns the window's row (``input_queue``:
+        see :class:`StormProfiler`; ``on_step``: called with the link statistics after
+        every allocation; ``guard``: do no harm, :class:`~streamband.loop.guard.HarmGuard`).
+        Where Kafka feeds the topology the row also gives its topics' backlog at the
+        window's start and end (``sources``) and its joins' stores at the end."""
         tb = self.tb
         client = ControllerClient(tb.spec.api)
         client.delete_meters()
@@ -105,14 +162,15 @@ class ManagedTopology:
         loop = LiveLoop(manager, log=log)
         if on_step is not None:
             loop.on_step = lambda: on_step(linkstats)
-        ports0 = {p["name"]: p for p in client.ports(fresh=True)}
-        before = self.totals()
         profiler.flow_state()  # the first interval starts with the loop, not at set-up
         loop.start()
+        time.sleep(warmup_s)
+        ports0 = {p["name"]: p for p in client.ports(fresh=True)}
+        before, src0 = self.totals(), self.sources()
         time.sleep(seconds)
         meters = client.meters()
+        after, src1, stores = self.totals(), self.sources(), self.stores()
         loop.stop()
-        after = self.totals()
         ports1 = {p["name"]: p for p in client.ports(fresh=True)}
         client.delete_meters()
         client.close()
@@ -155,6 +213,7 @@ class ManagedTopology:
             "report_age_max_s": max(ages) if ages else None,
             "capped_share": (float(np.mean(manager.guard.decisions))
                              if manager.guard is not None and manager.guard.decisions else None),
+            "sources_start": src0, "sources_end": src1, "stores": stores,
         }
 
 

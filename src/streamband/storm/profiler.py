@@ -217,6 +217,12 @@ class StormProfiler:
             weights = weights / weights.sum() if weights.sum() > 0 else np.full(len(idx),
                                                                                 1 / len(idx))
             lr[idx] = pop * weights * self.bpm[idx]
+            # what waits in a join's own store, per input: problem (4)'s receiver backlog
+            # of the flows of that input (000 §IV-A1), split among them by messages
+            for part, share in _store_shares(rep, [self.pairs[i] for i in idx],
+                                             weights).items():
+                lr[idx[part]] += share * self.bpm[idx[part]]
+        lag, lag_bytes = _source_lag(reports, self.pairs)
         state = FlowState(ls0=self._ls, ls1=ls, lr0=self._lr, lr1=lr, sent=d_bytes)
         self._msgs, self._acked, self._ls, self._lr = msgs, acked, ls, lr
         self._conn = [s.four_tuple if s else None for s in kernel]
@@ -224,8 +230,54 @@ class StormProfiler:
         self.last = {"sent": d_bytes.tolist(), "msgs_total": msgs.tolist(), "ls": ls.tolist(),
                      "lr": lr.tolist(), "msgs": d_msgs.tolist(), "bytes_per_msg": self.bpm.tolist(),
                      "report_age_s": _age(snap, reports, self.pairs),
-                     "interval_s": self.interval_s, **kernel_view(kernel)}
+                     "interval_s": self.interval_s, "source_lag": lag,
+                     "source_lag_bytes": lag_bytes, **kernel_view(kernel)}
         return state
+
+
+def _store_shares(rep: dict[str, Any], pairs: list[WorkerPair], weights: np.ndarray
+                  ) -> dict[int, float]:
+    """Tuples waiting in the receiving worker's join stores (report ``stores``: per join
+    task, per input, ``tuples``) for each of ``pairs`` (the flows into that worker, by
+    position): an input is a sending component (``trucks``) or task (``count:7``); the
+    tuples of an input are split among its flows by ``weights`` (their messages)."""
+    out: dict[int, float] = {}
+    for store in (rep.get("stores") or {}).values():
+        inputs = (store or {}).get("inputs") or {}
+        for key, waiting in inputs.items():
+            tuples = float((waiting or {}).get("tuples") or 0.0)
+            if tuples <= 0:
+                continue
+            comp, _, task = str(key).partition(":")
+            mine = [k for k, p in enumerate(pairs) if p.src_component == comp
+                    and (not task or (task.isdigit() and int(task) in p.src_tasks))]
+            if not mine:
+                continue
+            w = weights[mine]
+            w = w / w.sum() if w.sum() > 0 else np.full(len(mine), 1.0 / len(mine))
+            for k, s in zip(mine, w, strict=True):
+                out[k] = out.get(k, 0.0) + tuples * float(s)
+    return out
+
+
+def _source_lag(reports: dict[tuple[str, int], dict[str, Any]], pairs: list[WorkerPair]
+                ) -> tuple[list[float], list[float]]:
+    """Per flow, the backlog of the Kafka spouts of its sending worker in their topics
+    (report ``sources``: per spout task, per topic/partition, ``lag`` records and
+    ``lag_bytes``): what the flow's source has yet to read. Reported beside eq. (3)'s
+    sender backlog, not in it: it waits upstream of the spout, not for the link, and
+    under back-pressure it grows for every flow of the spout alike."""
+    records, size = [], []
+    for p in pairs:
+        rep = reports.get((p.src.host, p.src.port)) or {}
+        r = b_ = 0.0
+        for parts in (rep.get("sources") or {}).values():
+            for tp in (parts or {}).values():
+                r += float((tp or {}).get("lag") or 0.0)
+                b_ += float((tp or {}).get("lag_bytes") or 0.0)
+        records.append(r)
+        size.append(b_)
+    return records, size
 
 
 def kernel_view(kernel: list[TcpSocket | None]) -> dict[str, list[Any]]:

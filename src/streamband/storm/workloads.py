@@ -11,7 +11,7 @@ one registry (:data:`WORKLOADS`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from streamband.model.app import App
@@ -29,6 +29,11 @@ class Workload:
     components: dict[str, str]
     settings: Callable[[App], dict[str, Any]]
     per_sink_count: Callable[[App], float] = lambda app: 1.0
+    #: Kafka-fed (``bench.source: kafka``): the spout component that reads each of the
+    #: benchmark's topics (``bench.topic.COMPONENT`` renames the topic)
+    kafka_spouts: dict[str, str] = field(default_factory=dict)
+    #: a Kafka spout placed with the component it feeds (component -> that component)
+    placed_with: dict[str, str] = field(default_factory=dict)
 
     def edges(self, app: App) -> tuple[tuple[str, str], ...]:
         """The topology's edges (component pairs), in ``app``'s edge order."""
@@ -87,17 +92,19 @@ def _trucking_iot(app: App) -> dict[str, Any]:
 #: spec application name -> the Storm topology that runs it (storm/.../topo)
 WORKLOADS: dict[str, Workload] = {
     "fork-join": Workload("streamband.storm.topo.ForkJoin",
-                               {"A": "A", "B": "B", "C": "C", "D": "D"}, _fork_join),
+                          {"A": "A", "B": "B", "C": "C", "D": "D"}, _fork_join,
+                          kafka_spouts={"forkjoin": "kafka-A"}, placed_with={"kafka-A": "A"}),
     # the sink counts the words the rankings cover; a partial covers window_count words
     "trending-topics": Workload(
         "streamband.storm.topo.TrendingTopics",
         {"spout": "tweets", "split": "split", "wct": "count", "aggregator": "topk",
          "report": "report"}, _trending_topics,
-        lambda app: 1.0 / (app.op("wct").window_count or 5)),
+        lambda app: 1.0 / (app.op("wct").window_count or 5), kafka_spouts={"tweets": "tweets"}),
     "trucking-iot": Workload(
         "streamband.storm.topo.TruckingIoT",
         {"truck": "trucks", "traffic": "traffic", "combiner": "combine",
-         "dashboard": "score"}, _trucking_iot),
+         "dashboard": "score"}, _trucking_iot,
+        kafka_spouts={"trucks": "trucks", "traffic": "traffic"}),
 }
 
 
