@@ -144,6 +144,9 @@ def record(stage, drill: str, before: dict[str, float], recovery: float,
            "recovery_s": recovery, "leftovers": leftovers(stage, storm_before), **extra}
     ROWS.append(row)
     print(row)
+    # acking on: a failed tuple is replayed by its spout, so a drill loses none; and
+    # it leaves nothing behind (stale meters, drop rules, extra Storm processes)
+    assert row["lost"] == 0 and row["leftovers"] == [], row
     return row
 
 

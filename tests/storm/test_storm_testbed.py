@@ -227,8 +227,8 @@ def test_set_sizes_a_topology_streamband_did_not_write(storm_testbed):
         m = cluster.spec.master
         code = (f"import json; from streamband.storm.nimbus import NimbusClient; print(json."
                 f"dumps(NimbusClient('{m.ip}:{cluster.spec.nimbus_port}').edges('{info['id']}')))")
-        out = subprocess.run(["nsenter", f"--net=/proc/{m.pid}/ns/net", sys.executable, "-c",
-                              code], capture_output=True, text=True, check=True, timeout=60)
+        out = subprocess.run(m.wrap([sys.executable, "-c", code]), capture_output=True,
+                             text=True, check=True, timeout=60)
         edges = [tuple(e) for e in json.loads(out.stdout)]
         assert ("constSpout", "idBolt") in edges and ("idBolt", "nullBolt") in edges
         pairs = [p for p in component_pairs(info, [e for e in edges if not e[0].startswith("__")])

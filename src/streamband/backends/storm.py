@@ -25,7 +25,6 @@ from streamband.loop.openflow import ControllerLinkStats, MeterEnforcer
 from streamband.model.testbed import TestbedSpec
 from streamband.sdn.client import ControllerClient
 from streamband.storm.cluster import StormCluster, testbed_spec
-from streamband.storm.home import kafka_topology_jar
 from streamband.storm.managed import ManagedTopology
 from streamband.storm.profiler import StormProfiler
 from streamband.storm.workloads import WORKLOADS, scale_tuples
@@ -204,7 +203,6 @@ class StormRunner:
                  if self.max_pending and (not kafka or self.guarantee == "at-least-once")
                  else {})
         conf = {**work.settings(app), **limit, "streamband.placement": where}
-        jar = self.cluster.jar
         fresh: list[Stream] = []
         if kafka:
             assert self.broker is not None
@@ -219,8 +217,7 @@ class StormRunner:
             conf.update({"bench.source": "kafka",
                          "streamband.kafka.bootstrap": self.broker.spec.bootstrap,
                          "streamband.kafka.guarantee": self.guarantee})
-            jar = kafka_topology_jar()
-        self.cluster.submit(jar, work.main, name, conf)
+        self.cluster.submit(self.cluster.jar, work.main, name, conf)
         info = self.cluster.wait_running(name)
         info["name"] = name
         mt = ManagedTopology(self.tb, self.cluster, info, work, app)

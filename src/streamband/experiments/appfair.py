@@ -214,6 +214,9 @@ def compare(rows: Sequence[dict], policy: str = "appfair") -> Comparison:
         checks.append(Check(f"{hier}: some application gains >= {100 * MIN_GAIN:g} % "
                             f"tuples/s over {plain}", shown,
                             any(v >= 1.0 + MIN_GAIN for v in ratio.values())))
+    errors = [e for r in rows for e in (r.get("loop_errors") or [])]
+    checks.append(Check("the manager loop ran without errors", f"{len(errors)} errors"
+                        + (f": {errors[0]}" if errors else ""), not errors))
     header = ["run", "α", "Jain", "Jain spread", "paper Jain", "vs paper", "2x off",
               *[f"{n} Mbit/s" for n in names]]
     if not any(r[3] for r in table):  # one run each: no spread to show

@@ -93,6 +93,23 @@ def compare(rows: Sequence[dict], rates: dict[tuple[str, str, str], float],
                         f"tie within {100 * TIE:g} %: {', '.join(tied)} + {policy}")
             checks.append(Check(f"{app} {net}: JOINT + {policy} is the best combination "
                                 f"(or tied for it)", measured, "JOINT" in tied))
+            # against plain TCP on its best placement: the allocation must add to what the
+            # placement alone gives, unless JOINT's common rate carries every arrival (then
+            # TCP reaches it too and there is nothing left to gain)
+            tcp_best = max((r for r in sub if r["policy"] == "tcp"),
+                           key=lambda r: r["throughput_tps"])
+            joint = _tp(sub, placement="JOINT", policy=policy)
+            if rates.get((app, net, "JOINT"), 0.0) < 100.0:
+                checks.append(Check(
+                    f"{app} {net}: JOINT + {policy} beats the best placement under tcp by more "
+                    f"than {100 * TIE:g} %", f"{joint:.1f} vs {tcp_best['placement']} + tcp "
+                    f"{tcp_best['throughput_tps']:.1f} tuples/s",
+                    joint > (1 + TIE) * tcp_best["throughput_tps"]))
+            else:
+                checks.append(Check(
+                    f"{app} {net}: JOINT + {policy} carries every arrival, as tcp does there",
+                    f"{joint:.1f} vs {_tp(sub, placement='JOINT', policy='tcp'):.1f} "
+                    "tuples/s", joint >= (1 - TIE) * _tp(sub, placement="JOINT", policy="tcp")))
     header = ["app", "network", "placement", "tcp tuples/s", f"{policy} tuples/s",
               "common rate % of arrivals", "vs round robin + tcp %"]
     return Comparison(header, table, checks, title="comparison", legend=LEGEND)

@@ -10,6 +10,7 @@ same spec beside it).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -41,9 +42,14 @@ PAPER = {
     "tcp_mbps": {"TP1": 15.1, "TP2": 11.38, "TP3": 11.38},
     "gain_pct": {"TP1": 17.0, "TP2": 47.0, "TP3": 33.0},
 }
-#: app-aware's gain over tcp each placement must reach on a real backend (about half of
-#: 001's gains; see compare_backends for where less is left to gain)
+#: app-aware's gain over tcp each placement must reach on the testbed harness, whose
+#: sources are open loop and whose TCP splits a link equally as 001's did: about half of
+#: 001's gains (+47 / +33 %)
 NEED_REAL_PCT = {"TP2": 25.0, "TP3": 15.0}
+#: issue 33, on Storm (single spout, bounded pending: Storm's own back-pressure already
+#: splits the link as the join needs): app-aware no more than 2 % below tcp (%) on any
+#: placement, and its latency lower
+STORM_MAX_LOSS = -2.0
 #: the best policy's gain over tcp each placement must reach on the simulator
 NEED_PCT = {"TP1": 15.0, "TP2": 40.0, "TP3": 30.0}
 #: why a row can be more than 2x off the paper
@@ -155,24 +161,29 @@ def compare_backends(testbed: Sequence[dict], sim: Sequence[dict], policy: str =
                 notes.append(f"{pl} {pol}: {gain:+.1f} % on {backend} vs the paper's "
                              f"{paper:+.0f} %: {why}")
             if pol == policy:
-                need = NEED_REAL_PCT.get(pl)
+                need = NEED_REAL_PCT.get(pl) if backend == "testbed" else None
                 if need is not None:
-                    # 25 / 15 % are about half of 001's gains (+47 / +33 %) over TCP's equal
-                    # split; where this backend's own TCP leaves less room, half of that room
-                    need = min(need, room / 2.0)
-                    checks.append(Check(f"{pl}: {pol} beats tcp on {backend} by >= {need:.1f} % "
-                                        f"(25/15 %, or half the room when less is left)",
-                                        f"{gain:+.1f} % (room {room:+.1f} %)", gain >= need))
+                    checks.append(Check(f"{pl}: {pol} beats tcp on {backend} by >= {need:g} % "
+                                        "(about half of 001's gain)",
+                                        f"{gain:+.1f} % (room {room:+.1f} %)",
+                                        math.isfinite(gain) and gain >= need))
                 else:
-                    checks.append(Check(f"{pl}: {pol} no more than 2 % below tcp on {backend}",
-                                        f"{gain:+.1f} %", gain >= -2.0))
+                    loss = STORM_MAX_LOSS if backend == "storm" else -2.0
+                    checks.append(Check(f"{pl}: {pol} no more than {-loss:g} % below tcp on "
+                                        f"{backend} (issue 33)", f"{gain:+.1f} %",
+                                        math.isfinite(gain) and gain >= loss))
                 lat, lat_tcp = (_median(testbed, "latency_s", placement=pl, policy=p)
                                 for p in (pol, "tcp"))
-                if lat is not None and lat_tcp is not None:
-                    change = 100.0 * (lat / lat_tcp - 1.0)
-                    checks.append(Check(f"{pl}: {pol}'s mean latency not above tcp's on "
-                                        f"{backend}", f"{change:+.1f} % ({lat_tcp:.2f} -> "
-                                        f"{lat:.2f} s)", change <= 0.0))
+                change = (100.0 * (lat / lat_tcp - 1.0) if lat is not None and lat_tcp
+                          else float("nan"))
+                checks.append(Check(f"{pl}: {pol}'s mean latency below tcp's on {backend}",
+                                    f"{change:+.1f} %" + (f" ({lat_tcp:.2f} -> {lat:.2f} s)"
+                                                          if math.isfinite(change) else ""),
+                                    math.isfinite(change) and change < 0.0))
+    errors = [e for r in testbed for e in (r.get("loop_errors") or [])]
+    checks.append(Check(f"the manager loop ran without errors on {backend}",
+                        f"{len(errors)} errors" + (f": {errors[0]}" if errors else ""),
+                        not errors))
     tcp = {pl: _tp(testbed, placement=pl, policy="tcp") for pl in ("TP1", "TP2", "TP3")}
     eq = {pl: _tp(sim, placement=pl, policy="tcp") for pl in tcp}
     if backend == "testbed":  # the harness shares as TCP does: 001's equal split

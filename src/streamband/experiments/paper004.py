@@ -122,12 +122,9 @@ REASONS = {
 def check_policy(name: str) -> None:
     """``--policy``: the testbed's modes to run, comma separated (``--backend testbed``,
     :data:`streamband.experiments.paper004_testbed.MODES`); not a manager-loop policy."""
-    from streamband.experiments.paper004_testbed import MODES
+    from streamband.experiments.paper004_testbed import check_modes
 
-    bad = [m for m in (x.strip() for x in name.split(",")) if m not in MODES]
-    if bad or not name.strip():
-        raise OptionError(f"--policy: expected modes among {', '.join(MODES)} (comma "
-                          f"separated, --backend testbed), got {name!r}")
+    check_modes([x.strip() for x in name.split(",") if x.strip()])
 
 
 def _workload(trace: str, kind: str, n: int | None, arg: Any):

@@ -106,6 +106,10 @@ PAPER: dict[str, tuple[float, str]] = {
 #: rto_max_ms)
 MODES = ("tcp", "tcp-rto", "tcp-fifo", "stream", "stream-rto")
 BASELINES = ("tcp", "tcp-rto", "tcp-fifo")
+#: the baselines Stream is checked against: they give the coflows the same capacity as
+#: Stream's modes (the background's reserved leaf); tcp-fifo's coflows also take part of
+#: the background's rate (issue 36), so it is reported beside that share, not checked
+CHECKED_BASELINES = ("tcp", "tcp-rto")
 STREAMS = ("stream", "stream-rto")
 BG_CLASS = RESERVED  # the background's leaf: ahead of the eight strict classes
 CLASS_BASE = 0  # Stream's queue q is class q
@@ -192,11 +196,28 @@ class Setting:
             raise OptionError(f"background: expected a fraction 0..<1, got {self.background}")
         if not 2 <= self.queues <= CLASSES:
             raise OptionError(f"queues: expected 2..{CLASSES}, got {self.queues}")
-        if not self.modes or set(self.modes) - set(MODES):
-            raise OptionError(f"--policy: expected modes among {', '.join(MODES)}, got "
-                              f"{','.join(self.modes)}")
+        check_modes(self.modes)
         if not 10 <= self.max_run_s <= 3600:
             raise OptionError(f"--seconds: expected 10..3600 s per run, got {self.max_run_s:g}")
+
+
+def check_modes(modes: tuple[str, ...] | list[str]) -> None:
+    """``modes`` if they are modes of :data:`MODES` and hold a Stream mode and a checked
+    baseline (:data:`CHECKED_BASELINES`): a run without both has nothing to compare.
+
+    Raises
+    ------
+    OptionError
+        Naming what is missing.
+    """
+    given = ",".join(modes)
+    if not modes or set(modes) - set(MODES):
+        raise OptionError(f"--policy: expected modes among {', '.join(MODES)} (comma "
+                          f"separated), got {given!r}")
+    if not set(modes) & set(STREAMS) or not set(modes) & set(CHECKED_BASELINES):
+        raise OptionError(f"--policy: expected a Stream mode ({', '.join(STREAMS)}) and a "
+                          f"baseline it is checked against ({', '.join(CHECKED_BASELINES)}), "
+                          f"got {given!r}")
 
 
 def scaled_trace(trace: Trace, st: Setting) -> Trace:
@@ -539,6 +560,7 @@ def compare(res: dict[str, Any]) -> Comparison:
                               None if simf is None else round(simf, 3), ref,
                               None if delta is None else round(delta, 3),
                               "yes" if off else "", where])
+    notes: list[str] = []
     checks = [Check("every run carried every byte of every flow",
                     f"{sum(r['complete'] for r in rows)} of {len(rows)} runs complete",
                     all(r["complete"] for r in rows))]
@@ -564,13 +586,19 @@ def compare(res: dict[str, Any]) -> Comparison:
         if f.get(f"{stream}_avg_cct_s") is None:
             continue
         a_st = f[f"{stream}_avg_cct_s"]["median"]
-        for base in BASELINES:
+        for base in CHECKED_BASELINES:
             if f.get(f"{base}_avg_cct_s") is None:
                 continue
             a_tcp = f[f"{base}_avg_cct_s"]["median"]
             checks.append(Check(f"{stream}'s median average CCT beats {base}'s (004: 1.3x)",
                                 f"{base} {a_tcp:.2f} s, {stream} {a_st:.2f} s: "
                                 f"x{a_tcp / a_st:.2f}", a_st < a_tcp))
+    fifo = [r for r in rows if r["mode"] == "tcp-fifo" and r.get("background")]
+    if fifo:
+        took = statistics.median(r["background"]["lost_frac"] for r in fifo)
+        notes.append(f"tcp-fifo is reported, not checked: in its one shared queue its coflows "
+                     f"took {100 * took:.1f} % of the background's datagrams (median over "
+                     "runs), capacity no other mode gives them (issue 36)")
     header = ["baseline / Stream", "testbed median", "min", "max", "simulator fs / stream",
               "paper", "median - paper", "2x off", "paper's source"]
     legend = {"baseline / Stream": "tcp: the port's classes, nothing marked (every coflow "
@@ -583,7 +611,6 @@ def compare(res: dict[str, Any]) -> Comparison:
               "testbed median": "median over repeats of the baseline's figure / Stream's in "
               f"the same repeat ({res['spec']['repeat']} repeats); min, max: their spread",
               "simulator fs / stream": "the fluid simulator on the same scaled workload"}
-    notes = []
     for mode in MODES:
         rs = [r for r in rows if r["mode"] == mode]
         if rs:

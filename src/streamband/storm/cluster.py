@@ -25,7 +25,13 @@ import yaml
 from streamband import maven
 from streamband.errors import PreconditionError
 from streamband.procs import RUN_DIR, Cleanup, marked_env, processes_where, terminate
-from streamband.storm.home import JAR_NAME, ensure_home, install_jar, streamband_jar
+from streamband.storm.home import (
+    JAR_NAME,
+    ensure_home,
+    install_jar,
+    kafka_topology_jar,
+    streamband_jar,
+)
 
 STATE = RUN_DIR / "storm.json"
 TAG = "STREAMBAND_STORM"
@@ -104,7 +110,10 @@ class StormCluster:
         self.work = Path(spec.work_dir).resolve()
         self.progress = progress
         self.home = home or ensure_home(progress)
-        self.jar = install_jar(self.home, streamband_jar(progress))
+        install_jar(self.home, streamband_jar(progress))
+        #: the jar topologies of storm/ are submitted with: the classes of the one on every
+        #: worker's classpath (extlib) and the Kafka client its Kafka-fed sources load
+        self.jar = kafka_topology_jar(progress)
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
 
     # -- configuration ----------------------------------------------------------------
