@@ -93,8 +93,10 @@ class ManagedTopology:
         return out
 
     def wait_sources(self, tasks: int, timeout: float = 240.0) -> None:
-        """Waits until ``tasks`` Kafka spout tasks report their topics (their workers run
-        and their consumers are assigned), so that a producer started now is read at once.
+        """Waits until ``tasks`` Kafka spout tasks report (their workers run and their
+        spouts have opened: a new consumer group reads its topic from the first record, so
+        a producer started now loses nothing; a spout's topics appear in its reports once
+        it has emitted a record).
 
         Raises
         ------
@@ -107,7 +109,7 @@ class ManagedTopology:
         while time.monotonic() < deadline:
             reps = worker_reports(read_snapshot(self.cluster.work / "profile.json"),
                                   self.info["id"]).values()
-            seen = sum(1 for r in reps for v in (r.get("sources") or {}).values() if v)
+            seen = sum(len(r.get("sources") or {}) for r in reps)
             if seen >= tasks:
                 return
             time.sleep(1.0)
