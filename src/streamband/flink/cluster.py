@@ -320,12 +320,12 @@ class FlinkCluster:
         return self.work / name / "conf"
 
     def java(self, host: Host, name: str, main: str, *args: str, jvm: list[str],
-             cp_extra: list[str] | None = None) -> list[str]:
+             cp_extra: list[str] | None = None, logfile: str | None = None) -> list[str]:
         """A JVM run from the Flink home inside ``host``, logging to ``WORK/NAME/log``."""
         cp = [str(self.home / "lib" / "*"), *(cp_extra or [])]
         log = self.work / name / "log"
         cmd = ["java", *jvm, "-XX:+UseSerialGC", *ADD_OPENS, f"{HOME_ARG}{self.home}",
-               f"-Dlog.file={log / (name + '.log')}",
+               f"-Dlog.file={log / (logfile or name + '.log')}",
                f"-Dlog4j.configurationFile={self.conf_dir(name) / 'log4j.properties'}",
                "-cp", ":".join(cp), main, *args]
         return host.wrap(cmd)
@@ -462,13 +462,15 @@ class FlinkCluster:
             cli.append(f"-D{k}={v}")
         key = f"client-{len(self.procs)}"
         cmd = self.java(m, "master", "org.apache.flink.client.cli.CliFrontend", *cli,
-                        str(Path(jar).resolve()), *(args or []), jvm=["-Xmx192m"])
+                        str(Path(jar).resolve()), *(args or []), jvm=["-Xmx192m"],
+                        logfile=f"{key}.log")
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                            env=self.env("master"))
         (self.work / "master" / "log" / f"{key}.out").write_text(r.stdout + r.stderr)
         got = re.search(r"JobID ([0-9a-f]{32})", r.stdout + r.stderr)
         if r.returncode or not got:
-            raise PreconditionError(f"flink run {Path(jar).name}: {_java_error(r)}")
+            raise PreconditionError(f"flink run {Path(jar).name} (exit {r.returncode}): "
+                                    f"{_java_error(r)}; see {self.work / 'master' / 'log'}")
         return got.group(1)
 
     def job(self, job_id: str) -> dict[str, Any]:
