@@ -17,12 +17,13 @@ import sys
 import time
 from pathlib import Path
 
+from streamband.loop.reports import app_totals, read_snapshot, worker_reports
 from streamband.model.testbed import load_spec
 from streamband.procs import clean, leftovers
 from streamband.sdn.client import ControllerClient
 from streamband.storm.cluster import StormCluster, testbed_spec
 from streamband.storm.managed import ManagedTopology
-from streamband.storm.profiler import StormProfiler, app_totals, read_snapshot, worker_reports
+from streamband.storm.profiler import StormProfiler
 from streamband.storm.workloads import fork_join, fork_join_placement
 from streamband.testbed.network import Testbed
 

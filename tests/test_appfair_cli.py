@@ -50,7 +50,7 @@ def test_bench_appfair_passes_and_a_policy_that_caps_nothing_fails(tmp_path):
                               str(tmp_path / "fair")])
     assert res.exit_code == 0, res.output
     cmp = json.loads((tmp_path / "fair" / "results.json").read_text())["comparison"]
-    assert len(cmp["checks"]) == 12 and all(c["ok"] for c in cmp["checks"])
+    assert len(cmp["checks"]) == 13 and all(c["ok"] for c in cmp["checks"])  # + loop errors
     h = cmp["header"].index
     for row in cmp["rows"]:  # distance to the paper, per row
         if not math.isnan(row[h("paper Jain")]):

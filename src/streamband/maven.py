@@ -109,10 +109,12 @@ def project_jar(project: Path, jar_name: str, progress: ProgressFn | None = None
 
 def home_processes(arg: str) -> list[int]:
     """Pids of the JVMs whose command line names, after ``arg`` (e.g.
-    ``-Dstorm.home=``), a home built here (its :data:`COMPLETE` file), whether or not they
+    ``-Dstorm.home=``), a home of this cache (:func:`cache_dir`) built whole (its
+    :data:`COMPLETE` file), whether or not they
     carry the project's mark (a daemon launches children with an environment of its own);
     never this process's line."""
     needle = arg.encode()
+    mine = cache_dir("")
     homes: dict[bytes, bool] = {}
 
     def ours(args: list[bytes]) -> bool:
@@ -120,7 +122,8 @@ def home_processes(arg: str) -> list[int]:
         if home is None:
             return False
         if home not in homes:
-            homes[home] = (Path(os.fsdecode(home)) / COMPLETE).is_file()
+            path = Path(os.fsdecode(home))
+            homes[home] = path.parent == mine and (path / COMPLETE).is_file()
         return homes[home]
 
     return processes_where("cmdline", ours)

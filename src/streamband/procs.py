@@ -31,10 +31,17 @@ MARK = "STREAMBAND_TESTBED"
 CLEANUP_GROUP = "streamband.cleanup"
 
 
+def mark_value() -> str:
+    """This process's mark: the run directory its systems keep their state in, and its
+    pid; clean-up kills what carries its own run directory's mark, so that two
+    streamband installs with run directories of their own do not clean each other."""
+    return f"{RUN_DIR}|{os.getpid()}"
+
+
 def marked_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment for a child process the project owns (carries :data:`MARK`)."""
     env = dict(os.environ)
-    env[MARK] = str(os.getpid())
+    env[MARK] = mark_value()
     env.update(extra or {})
     return env
 
@@ -70,8 +77,9 @@ def processes_where(part: str, match: Callable[[list[bytes]], bool],
 
 
 def marked_processes() -> list[int]:
-    """Pids whose environment holds the project's mark (never this process's line)."""
-    needle = f"{MARK}=".encode()
+    """Pids whose environment holds the project's mark for this run directory (never
+    this process's line)."""
+    needle = f"{MARK}={RUN_DIR}|".encode()
     return processes_where("environ", lambda env: any(i.startswith(needle) for i in env))
 
 
@@ -111,6 +119,64 @@ def stop(proc: subprocess.Popen[Any] | None, grace_s: float = 10.0) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+@dataclass
+class Host:
+    """Where an engine's process runs: an address and, on the testbed, the pid of a
+    process in the host's network namespace (``None``: the root namespace)."""
+
+    name: str
+    ip: str
+    netns_pid: int | None = None
+
+    def wrap(self, cmd: list[str]) -> list[str]:
+        """``cmd`` run inside the host's network namespace."""
+        if self.netns_pid is None:
+            return cmd
+        return ["nsenter", f"--net=/proc/{self.netns_pid}/ns/net", *cmd]
+
+
+def tagged_processes(var: str, tag: str) -> list[int]:
+    """Pids whose environment has ``VAR=tag`` (an engine's cluster tags its processes with
+    its work directory), never this process."""
+    needle = f"{var}={tag}".encode()
+    return processes_where("environ", lambda env: needle in env, exclude={os.getpid()})
+
+
+def stop_tagged(var: str, tag: str, procs: dict[str, subprocess.Popen[Any]],
+                grace_s: float = 3.0) -> list[int]:
+    """Stops every process tagged ``VAR=tag`` (TERM, then KILL) and reaps the children in
+    ``procs`` (emptied); returns the pids stopped."""
+    pids = tagged_processes(var, tag)
+    terminate(pids, grace_s)
+    for p in procs.values():
+        try:
+            p.wait(5)
+        except subprocess.TimeoutExpired:
+            pass
+    procs.clear()
+    return pids
+
+
+def usage(pids: list[int], roles: tuple[tuple[str, str], ...]) -> list[dict[str, Any]]:
+    """Memory (RSS, MB) and CPU time (s) of each of ``pids`` whose command line holds one
+    of ``roles``' keys (the first that matches names its role); the others are left out."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = []
+    for pid in pids:
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            rss = next(int(ln.split()[1]) for ln in Path(f"/proc/{pid}/status").read_text()
+                       .splitlines() if ln.startswith("VmRSS:"))
+        except (OSError, StopIteration, ValueError):
+            continue
+        role = next((r for k, r in roles if k in cmd), None)
+        if role:
+            out.append({"pid": pid, "role": role, "cmd": cmd, "rss_mb": round(rss / 1024, 1),
+                        "cpu_s": round((int(stat[11]) + int(stat[12])) / tick, 2)})
+    return out
 
 
 @dataclass(frozen=True)

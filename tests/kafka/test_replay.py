@@ -39,15 +39,18 @@ def test_replay_rate_timestamps_and_lag(broker):
 
 def test_replay_paces_every_second(broker):
     """Each second's report: the records due by the pace were all handed over, and the
-    broker acknowledged all but at most a quarter second of them."""
+    broker had acknowledged every record due by the report before (a full report period
+    to answer, whatever else the machine runs)."""
     rp = kr.Replay(broker, [kr.Stream("paced", "tweet", 400.0, 256)], seconds=5.0,
                    conf={"bench.words": [["storm", 0.5], ["kafka", 0.5]]}).start()
     seen = []
     rp.wait(lambda line: seen.append(dict(rp.last)))
+    prev_due = 0.0
     for rec in seen[:-1]:
         c = rec["topics"]["paced"]
         assert abs(c["due"] - 400.0 * rec["t"]) <= 1
-        assert c["sent"] >= c["due"] - 1 and c["acked"] >= c["due"] - 0.25 * 400 - 2
+        assert c["sent"] >= c["due"] - 1 and c["acked"] >= prev_due
+        prev_due = c["due"]
     got = kr.read(broker, "tweets", "paced", 2000)
     assert got["read"] == 2000 and got["bytes"] >= 2000 * 256
 

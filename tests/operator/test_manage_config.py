@@ -18,12 +18,11 @@ import yaml
 
 from streamband.errors import SpecError
 from streamband.loop.guard import HarmGuard
+from streamband.loop.reports import ProfileReceiver, app_totals
 from streamband.manage.config import Network, load_config
 from streamband.manage.service import Service
 from streamband.manage.state import State
-from streamband.storm.collector import ProfileReceiver
 from streamband.storm.flows import map_flows
-from streamband.storm.profiler import app_totals
 
 GOOD = {
     "storm": {"nimbus": "127.0.0.1:6627", "profiler": "127.0.0.1:17071"},

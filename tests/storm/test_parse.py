@@ -2,7 +2,7 @@
 
 import os
 
-from streamband.storm.sockets import parse_ss, tcp_sockets
+from streamband.loop.sockets import parse_ss, tcp_sockets
 
 SAMPLE = """\
 0      1448   10.0.0.2:41234     10.0.0.3:6700 users:(("java",pid=4242,fd=77))

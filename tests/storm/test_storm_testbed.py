@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from streamband.loop.reports import read_snapshot, worker_reports
 from streamband.storm.flows import component_pairs, placement
 from streamband.storm.managed import ManagedTopology
-from streamband.storm.profiler import StormProfiler, read_snapshot, worker_reports
+from streamband.storm.profiler import StormProfiler
 from streamband.storm.workloads import fork_join, fork_join_placement
 
 pytestmark = pytest.mark.usefixtures("storm_testbed")
@@ -137,7 +138,8 @@ def test_benchmark_topology_runs(storm_testbed, topology, request):
     """000's Trending Topics and Trucking IoT, pinned across both hosts: paced sources,
     every tuple acked, the sink measures throughput and event-time latency; TT's words
     carry the spec's bytes (``bench.bytes.word``) on the wire, as the kernel counts them."""
-    from streamband.storm.profiler import app_totals, host_reader
+    from streamband.loop.reports import app_totals
+    from streamband.storm.profiler import host_reader
     from streamband.storm.words import english_words
 
     tb, cluster = storm_testbed

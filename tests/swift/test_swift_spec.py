@@ -3,7 +3,6 @@ testbed, no process, no file)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,7 @@ from streamband.cli import app
 from streamband.errors import SpecError
 from streamband.experiments import paper002
 from streamband.experiments.base import Options
-from streamband.procs import MARK
+from streamband.procs import MARK, mark_value
 from streamband.swift.layout import STATE
 from streamband.swift.spec import load, slo_floor_mbps
 from streamband.testbed.registry import read_state
@@ -78,7 +77,7 @@ def test_bad_spec_is_one_line(overrides, expected):
 
 def _mine() -> list[int]:
     """Processes carrying this process's clean-up mark (what it would have started)."""
-    needle = f"{MARK}={os.getpid()}".encode()
+    needle = f"{MARK}={mark_value()}".encode()
     out = []
     for d in Path("/proc").iterdir():
         try:

@@ -22,6 +22,8 @@ BACKENDS: dict[str, tuple[str, str]] = {
                 "TCP, the traffic harness as the workload (root)"),
     "storm": ("streamband.backends.storm", "Apache Storm on the testbed's hosts, profiled by "
               "the engine itself (root, Java)"),
+    "flink": ("streamband.backends.flink", "Apache Flink on the testbed's hosts, fed by Kafka, "
+              "profiled by its own metrics reporter (root, Java)"),
     "cluster": ("streamband.backends.cluster", "a Storm cluster and an OpenFlow controller "
                 "known by their addresses, run as a service by `streamband manage`"),
 }

@@ -7,7 +7,6 @@ network half shared by every real backend (:mod:`streamband.loop.openflow`)."""
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -20,7 +19,15 @@ from streamband.alloc.registry import policy_entry
 from streamband.backends.base import Case, RunRecord
 from streamband.errors import PreconditionError, SpecError, nearest
 from streamband.kafka.broker import Broker, BrokerSpec
-from streamband.kafka.replay import Replay, Stream, create_topics, streams
+from streamband.kafka.replay import (
+    Replay,
+    Stream,
+    create_topics,
+    start_replay,
+    stop_replay,
+    streams,
+    window_figures,
+)
 from streamband.loop.openflow import ControllerLinkStats, MeterEnforcer
 from streamband.model.testbed import TestbedSpec
 from streamband.sdn.client import ControllerClient
@@ -287,57 +294,10 @@ class StormRunner:
                                                for m in r["meters"]],
         }
         if self.source == "kafka":
-            row.update(kafka_row(r, self.seconds, self.guarantee))
+            row.update(window_figures(r, self.seconds, self.guarantee))
         return RunRecord(row, times, [p.label or p.name for p in mt.pairs], rates,
                          np.ones(len(mt.pairs), bool), [int(lk) for lk in links])
 
 
 Runner = StormRunner
 Profiler, LinkStats, Enforcer = StormProfiler, ControllerLinkStats, MeterEnforcer
-
-
-def start_replay(broker: Broker, fresh: list[Stream], conf: dict[str, Any]) -> Replay:
-    """The paced producer of ``fresh`` until stopped, its reports read in a thread (a
-    producer whose reports nobody reads would block on a full pipe)."""
-    replay = Replay(broker, fresh, 0.0, conf=conf, create=False).start()
-    threading.Thread(target=_drain, args=(replay,), name="replay", daemon=True).start()
-    return replay
-
-
-def _drain(replay: Replay) -> None:
-    try:
-        replay.wait()
-    except PreconditionError:
-        pass  # stopped: its last report stays in replay.last
-
-
-def stop_replay(replay: Replay | None) -> None:
-    if replay is not None:
-        replay.stop()
-
-
-def kafka_row(r: dict[str, Any], seconds: float, guarantee: str) -> dict[str, Any]:
-    """A Kafka-fed window's figures: per topic its backlog at the window's start and end
-    (records) and its growth rate (records/s; > 0: the topology falls behind its
-    source), what waits in its joins' stores, and the guarantee."""
-    lag0 = _by_topic(r["sources_start"])
-    lag1 = _by_topic(r["sources_end"])
-    end0, end1 = _by_topic(r["sources_start"], "end"), _by_topic(r["sources_end"], "end")
-    return {
-        "guarantee": guarantee,
-        "source_lag_start": lag0, "source_lag_end": lag1,
-        "source_lag_growth_rps": {t: (lag1[t] - lag0.get(t, 0.0)) / seconds for t in lag1},
-        "arrival_rps": {t: (end1[t] - end0.get(t, 0.0)) / seconds for t in end1},
-        "produced": end1,
-        "store_tuples": {k: v["tuples"] for k, v in r["stores"].items()},
-    }
-
-
-def _by_topic(sources: dict[str, dict[str, float]], key: str = "lag") -> dict[str, float]:
-    """``topic/partition`` figures summed per topic, the window's suffix dropped
-    (``trucks-7/0`` -> ``trucks``)."""
-    out: dict[str, float] = {}
-    for tp, v in sources.items():
-        topic = tp.rsplit("/", 1)[0].rsplit("-", 1)[0]
-        out[topic] = out.get(topic, 0.0) + float(v.get(key, 0.0))
-    return out

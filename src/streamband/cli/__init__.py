@@ -28,6 +28,7 @@ app = App(no_args_is_help=True,
 def _mount() -> None:
     from streamband.cli.coflow import app as coflow_app
     from streamband.cli.controller import controller
+    from streamband.cli.flink import app as flink_app
     from streamband.cli.kafka import app as kafka_app
     from streamband.cli.locality import app as locality_app
     from streamband.cli.manage import manage
@@ -36,6 +37,7 @@ def _mount() -> None:
     from streamband.cli.testbed import app as testbed_app
 
     app.add_typer(coflow_app, name="coflow")
+    app.add_typer(flink_app, name="flink")
     app.add_typer(kafka_app, name="kafka")
     app.add_typer(locality_app, name="locality")
     app.add_typer(storm_app, name="storm")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -225,3 +226,51 @@ class Replay:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+
+def start_replay(broker: Broker, fresh: list[Stream], conf: dict[str, Any]) -> Replay:
+    """The paced producer of ``fresh`` until stopped, its reports read in a thread (a
+    producer whose reports nobody reads would block on a full pipe)."""
+    replay = Replay(broker, fresh, 0.0, conf=conf, create=False).start()
+    threading.Thread(target=_drain, args=(replay,), name="replay", daemon=True).start()
+    return replay
+
+
+def _drain(replay: Replay) -> None:
+    try:
+        replay.wait()
+    except PreconditionError:
+        pass  # stopped: its last report stays in replay.last
+
+
+def stop_replay(replay: Replay | None) -> None:
+    if replay is not None:
+        replay.stop()
+
+
+def window_figures(r: dict[str, Any], seconds: float, guarantee: str) -> dict[str, Any]:
+    """A Kafka-fed window's figures from the engine's view of its sources at the window's
+    start and end (``r["sources_start"]``, ``r["sources_end"]``: per ``topic/partition``
+    ``end``, ``lag``) and its joins' stores (``r["stores"]``): per topic its backlog at the
+    start and end (records), its growth rate (records/s; > 0: the engine falls behind
+    its source), its arrival rate and what was produced; the stores; the guarantee."""
+    lag0 = _by_topic(r["sources_start"])
+    lag1 = _by_topic(r["sources_end"])
+    end0, end1 = _by_topic(r["sources_start"], "end"), _by_topic(r["sources_end"], "end")
+    return {
+        "guarantee": guarantee,
+        "source_lag_start": lag0, "source_lag_end": lag1,
+        "source_lag_growth_rps": {t: (lag1[t] - lag0.get(t, 0.0)) / seconds for t in lag1},
+        "arrival_rps": {t: (end1[t] - end0.get(t, 0.0)) / seconds for t in end1},
+        "produced": end1,
+        "store_tuples": {k: v["tuples"] for k, v in r["stores"].items()},
+    }
+
+
+def _by_topic(sources: dict[str, dict[str, float]], key: str = "lag") -> dict[str, float]:
+    """``topic/partition`` figures summed per topic, the window's suffix dropped
+    (``trucks-7/0`` -> ``trucks``)."""
+    out: dict[str, float] = {}
+    for tp, v in sources.items():
+        topic = tp.rsplit("/", 1)[0].rsplit("-", 1)[0]
+        out[topic] = out.get(topic, 0.0) + float(v.get(key, 0.0))
+    return out

@@ -48,6 +48,7 @@ from streamband.loop.guard import HarmGuard
 from streamband.loop.live import ManagerMetrics
 from streamband.loop.manager import LEASE_STEPS, Allocation, Lease, Manager
 from streamband.loop.openflow import ControllerLinkStats, MeterEnforcer, port_rates
+from streamband.loop.reports import ProfileReceiver, app_totals, throughput
 from streamband.manage.config import (
     ClusterConfig,
     Network,
@@ -58,10 +59,9 @@ from streamband.manage.config import (
 from streamband.manage.state import State
 from streamband.sdn.auth import LOOPBACK
 from streamband.sdn.client import ControllerClient, ControllerError
-from streamband.storm.collector import ProfileReceiver
 from streamband.storm.flows import FlowMapping, map_flows
 from streamband.storm.nimbus import NimbusClient, NimbusError
-from streamband.storm.profiler import ClusterProfiler, app_totals, throughput
+from streamband.storm.profiler import ClusterProfiler
 
 #: points of history the dashboard's charts show per topology
 SERIES = 300

@@ -245,7 +245,7 @@ class ChainRun:
 
     # -- observation ----------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
-        from streamband.storm.profiler import read_snapshot
+        from streamband.loop.reports import read_snapshot
 
         return read_snapshot(self.cluster.work / "profile.json")
 

@@ -10,7 +10,6 @@ in a host's network namespace through ``nsenter`` when the host has one.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socket
 import subprocess
@@ -22,9 +21,9 @@ from urllib.parse import quote_plus
 
 import yaml
 
-from streamband import maven
+from streamband import maven, procs
 from streamband.errors import PreconditionError
-from streamband.procs import RUN_DIR, Cleanup, marked_env, processes_where, terminate
+from streamband.procs import RUN_DIR, Cleanup, marked_env
 from streamband.storm.home import (
     JAR_NAME,
     ensure_home,
@@ -42,20 +41,11 @@ NIMBUS_PORT, ZK_PORT, SUPERVISOR_PORT, COLLECTOR_PORT = 6627, 2181, 6628, 7070
 
 
 @dataclass
-class Host:
-    """Where a daemon runs: an address and, on the testbed, the pid of a process in the
-    host's network namespace (``None``: the root namespace)."""
+class Host(procs.Host):
+    """A Storm host (:class:`streamband.procs.Host`) and its Supervisor's slot ports."""
 
-    name: str
-    ip: str
-    netns_pid: int | None = None
     slots: list[int] = field(default_factory=lambda: [6700, 6701, 6702, 6703])
     supervisor_port: int = SUPERVISOR_PORT
-
-    def wrap(self, cmd: list[str]) -> list[str]:
-        if self.netns_pid is None:
-            return cmd
-        return ["nsenter", f"--net=/proc/{self.netns_pid}/ns/net", *cmd]
 
 
 @dataclass
@@ -177,7 +167,7 @@ class StormCluster:
                 m, "org.apache.storm.shade.org.apache.zookeeper.server.ZooKeeperServerMain",
                 str(s.zk_port), str(self.work / m.name / "zookeeper"), heap_mb=128))
             self._spawn("collector", m, m.wrap([
-                _python(), "-m", "streamband.storm.collector", "--listen", s.collector,
+                _python(), "-m", "streamband.loop.reports", "--listen", s.collector,
                 "--out", str(self.work / "profile.json")]))
             self._wait_port(m, s.zk_port, 30)
             self._spawn("nimbus", m, self.java(m, "org.apache.storm.daemon.nimbus.Nimbus",
@@ -236,13 +226,7 @@ class StormCluster:
 
     def stop(self) -> list[int]:
         """Stops every process of this cluster (daemons, workers, log writers)."""
-        killed = stop_tagged(str(self.work))
-        for p in self.procs.values():
-            try:
-                p.wait(5)
-            except subprocess.TimeoutExpired:
-                pass
-        self.procs.clear()
+        killed = procs.stop_tagged(TAG, str(self.work), self.procs)
         try:
             if STATE.exists() and json.loads(STATE.read_text()).get("work") == str(self.work):
                 STATE.unlink()
@@ -410,40 +394,18 @@ def attach() -> StormCluster:
 
 def tagged_processes(tag: str) -> list[int]:
     """Pids whose environment has ``STREAMBAND_STORM=tag``."""
-    needle = f"{TAG}={tag}".encode()
-    return processes_where("environ", lambda env: needle in env, exclude={os.getpid()})
-
-
-def stop_tagged(tag: str, grace_s: float = 3.0) -> list[int]:
-    """Stop every process of the cluster ``tag`` (TERM, then KILL); returns their pids."""
-    pids = tagged_processes(tag)
-    terminate(pids, grace_s)
-    return pids
+    return procs.tagged_processes(TAG, tag)
 
 
 # the log writer's command line holds its worker's: it is matched first
 _ROLES = (("LogWriter", "log writer"), ("ZooKeeperServerMain", "zookeeper"),
           ("daemon.nimbus.Nimbus", "nimbus"), ("daemon.supervisor.Supervisor", "supervisor"),
-          ("daemon.worker.Worker", "worker"), ("streamband.storm.collector", "collector"))
+          ("daemon.worker.Worker", "worker"), ("streamband.loop.reports", "collector"))
 
 
 def usage(tag: str) -> list[dict[str, Any]]:
     """Memory (RSS, MB) and CPU time (s) of every process of the cluster ``tag``."""
-    tick = os.sysconf("SC_CLK_TCK")
-    out = []
-    for pid in tagged_processes(tag):
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            rss = next(int(ln.split()[1]) for ln in Path(f"/proc/{pid}/status").read_text()
-                       .splitlines() if ln.startswith("VmRSS:"))
-        except (OSError, StopIteration, ValueError):
-            continue
-        role = next((r for k, r in _ROLES if k in cmd), None)
-        if role:
-            out.append({"pid": pid, "role": role, "rss_mb": rss / 1024,
-                        "cpu_s": (int(stat[11]) + int(stat[12])) / tick})
-    return out
+    return procs.usage(tagged_processes(tag), _ROLES)
 
 
 def _alive_cluster(st: dict[str, Any]) -> bool:

@@ -14,9 +14,9 @@ from typing import Any
 
 import scipy.sparse as sp
 
+from streamband.loop.sockets import TcpSocket
 from streamband.model.routing import Router, routing_matrix
 from streamband.model.topology import Topology
-from streamband.storm.sockets import TcpSocket
 
 #: bytes per message assumed until the switch has counted a flow
 DEFAULT_TUPLE_BYTES = 1024.0

@@ -18,20 +18,19 @@ from streamband.loop.guard import HarmGuard
 from streamband.loop.live import LiveLoop
 from streamband.loop.manager import Manager
 from streamband.loop.openflow import ControllerLinkStats, CountingEnforcer, MeterEnforcer
+from streamband.loop.reports import (
+    LATENCY_BUCKETS,
+    app_totals,
+    latency_percentiles,
+    read_snapshot,
+    worker_reports,
+)
 from streamband.model.app import App
 from streamband.model.routing import routing_matrix
 from streamband.sdn.client import ControllerClient
 from streamband.storm.cluster import StormCluster
 from streamband.storm.flows import WorkerPair, component_pairs, flow_key
-from streamband.storm.profiler import (
-    LATENCY_BUCKETS,
-    StormProfiler,
-    app_totals,
-    host_reader,
-    latency_percentiles,
-    read_snapshot,
-    worker_reports,
-)
+from streamband.storm.profiler import StormProfiler, host_reader
 from streamband.storm.workloads import Workload
 
 

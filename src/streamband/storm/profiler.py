@@ -1,8 +1,8 @@
 """The Storm profiler (000 §V-A2): the 5-metric flow state of 000 §IV-A1 for every
 managed flow (a directed worker pair, :mod:`streamband.storm.flows`), from the workers'
 own reports (``FlowReporter`` in ``storm/``, via the collector's snapshot,
-:mod:`streamband.storm.collector`) combined with the kernel's view of each connection
-(:mod:`streamband.storm.sockets`).
+:mod:`streamband.loop.reports`) combined with the kernel's view of each connection
+(:mod:`streamband.loop.sockets`).
 
 Storm counts task messages, not bytes. Conversions, per flow and interval:
 
@@ -32,7 +32,6 @@ switch.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -41,73 +40,12 @@ from typing import Any
 import numpy as np
 
 from streamband.alloc.base import FlowState
+from streamband.loop.reports import read_snapshot, worker_reports
+from streamband.loop.sockets import TcpSocket, tcp_sockets
 from streamband.storm.flows import FlowMapping, WorkerPair, connection
-from streamband.storm.sockets import TcpSocket, tcp_sockets
 
 #: a host's established sockets: (host ip, with the processes that hold them)
 SocketReader = Callable[[str, bool], list[TcpSocket]]
-
-
-def read_snapshot(path: Path) -> dict[str, Any]:
-    try:
-        return json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError):
-        return {}
-
-
-def worker_reports(snap: dict[str, Any], topology: str) -> dict[tuple[str, int], dict[str, Any]]:
-    """(host, port) -> the latest flow report of each worker of ``topology``."""
-    out = {}
-    for rec in snap.get("flow", {}).values():
-        if rec.get("topology") == topology and int(rec.get("port", -1)) > 0:
-            out[(rec["host"], int(rec["port"]))] = rec
-    return out
-
-
-def app_totals(snap: dict[str, Any], topology: str) -> dict[str, float]:
-    """The topology's cumulative spout and sink counters, summed over tasks."""
-    tot: dict[str, float] = {}
-    for kind in ("spout", "sink"):
-        for rec in snap.get(kind, {}).values():
-            if rec.get("topology") != topology:
-                continue
-            for k, v in rec.items():
-                if isinstance(v, int | float) and k not in ("t", "recv", "task"):
-                    name = f"{kind}.{k}"
-                    tot[name] = max(tot.get(name, 0.0), v) if k.endswith("_max_ms") \
-                        else tot.get(name, 0.0) + v
-    return tot
-
-
-#: the sinks' latency histogram (``Bench.Reporter.latency`` in ``storm/``)
-LATENCY_BUCKETS, LATENCY_BASE = 64, 1.25
-
-
-def latency_percentiles(counts: dict[int, float], qs: tuple[float, ...] = (50.0, 99.0)
-                        ) -> tuple[float | None, ...]:
-    """Percentiles (seconds) of a window's latencies from its per-bucket counts: the
-    upper edge of the bucket where each percentile falls (bucket i: [1.25^(i-1), 1.25^i)
-    ms), so within 25 %.
-
-    Examples
-    --------
-    >>> latency_percentiles({0: 1.0, 10: 98.0, 30: 1.0})
-    (0.009313225746154785, 0.009313225746154785)
-    """
-    total = sum(counts.values())
-    if total <= 0:
-        return tuple(None for _ in qs)
-    out = []
-    for q in qs:
-        acc, need = 0.0, q / 100.0 * total
-        for i in range(LATENCY_BUCKETS):
-            acc += counts.get(i, 0.0)
-            if acc >= need:
-                out.append(LATENCY_BASE ** i / 1e3)
-                break
-        else:
-            out.append(LATENCY_BASE ** (LATENCY_BUCKETS - 1) / 1e3)
-    return tuple(out)
 
 
 def host_reader(netns: dict[str, int | None]) -> SocketReader:
@@ -284,7 +222,7 @@ def kernel_view(kernel: list[TcpSocket | None]) -> dict[str, list[Any]]:
     """Per flow, what its sender's socket shows of where its backlog waits (None where
     the flow has no socket): smoothed and minimum RTT (ms), congestion window
     (segments), segments retransmitted since the connection began
-    (:mod:`streamband.storm.sockets`)."""
+    (:mod:`streamband.loop.sockets`)."""
     return {"rtt_ms": [s.rtt_ms if s else None for s in kernel],
             "min_rtt_ms": [s.min_rtt_ms if s else None for s in kernel],
             "cwnd": [s.cwnd if s else None for s in kernel],
@@ -342,14 +280,3 @@ class ClusterProfiler:
         self.last = {"sent": agg[4].tolist(), "ls": agg[1].tolist(), "lr": agg[3].tolist(),
                      "bytes_per_msg": self.inner.bpm.tolist()}
         return state.check()
-
-
-def throughput(before: dict[str, float], after: dict[str, float], seconds: float
-               ) -> tuple[float | None, float | None]:
-    """Tuples per second at the sinks and their mean event-time latency (s) between two
-    :func:`app_totals` readings (None: no sink reports)."""
-    if "sink.count" not in after or seconds <= 0:
-        return None, None
-    n = after["sink.count"] - before.get("sink.count", 0.0)
-    lat = after.get("sink.latency_sum_ms", 0.0) - before.get("sink.latency_sum_ms", 0.0)
-    return max(n, 0.0) / seconds, (lat / n / 1e3 if n > 0 else None)

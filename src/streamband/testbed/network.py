@@ -23,7 +23,7 @@ from streamband.errors import PreconditionError
 from streamband.model.routing import Router
 from streamband.model.testbed import TestbedSpec
 from streamband.model.topology import Topology
-from streamband.procs import MARK, marked_env
+from streamband.procs import MARK, mark_value, marked_env
 from streamband.testbed import ovs
 from streamband.testbed.registry import (
     ALLOWED_CC_BEFORE,
@@ -226,7 +226,7 @@ class Testbed:
                           params1={"bw": lk.capacity_bps / 1e6},
                           params2={"bw": back.capacity_bps / 1e6})
         saved = os.environ.get(MARK)
-        os.environ[MARK] = str(os.getpid())  # host shells inherit the clean-up mark
+        os.environ[MARK] = mark_value()  # host shells inherit the clean-up mark
         try:
             self.net = mn.net.Mininet(
                 topo=mtopo, switch=OVSSwitch, link=TCLink, controller=None,

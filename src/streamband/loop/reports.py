@@ -1,11 +1,13 @@
-"""The manager's end of the application profiler (000 §V-A2): receives the workers'
-and benchmark tasks' datagrams (``FlowReporter`` and the topologies' reporters in
-``storm/``), checks each, and keeps the latest of each reporting thing, written as one
-JSON snapshot (atomically) that the profiler reads (:mod:`streamband.storm.profiler`).
-One receiver (:class:`ProfileReceiver`) for the testbed's runs and the
-``streamband manage`` service.
+"""The manager's end of the application profiler (000 §V-A2), engine-neutral: receives
+the engines' datagrams (Storm's ``FlowReporter`` and benchmark tasks in ``storm/``,
+Flink's reporter plug-in in ``flink/``), checks each, and keeps the latest of each
+reporting thing, written as one JSON snapshot (atomically) that the engines' profilers
+read (:mod:`streamband.storm.profiler`, :mod:`streamband.flink.profiler`); and the
+readers of that snapshot (a topology's or job's flow reports, its sources' and sinks'
+totals, its sinks' latency percentiles). One receiver (:class:`ProfileReceiver`) for
+the testbed's runs and the ``streamband manage`` service.
 
-``python -m streamband.storm.collector --listen HOST:PORT --out FILE [--every S]``
+``python -m streamband.loop.reports --listen HOST:PORT --out FILE [--every S]``
 """
 
 from __future__ import annotations
@@ -206,6 +208,81 @@ class ProfileReceiver:
         if self.thread.is_alive():
             self.thread.join(2)
         self.sock.close()
+
+
+
+# -- reading the snapshot ---------------------------------------------------------------
+def read_snapshot(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def worker_reports(snap: dict[str, Any], topology: str) -> dict[tuple[str, int], dict[str, Any]]:
+    """(host, port) -> the latest flow report of each worker of ``topology``."""
+    out = {}
+    for rec in snap.get("flow", {}).values():
+        if rec.get("topology") == topology and int(rec.get("port", -1)) > 0:
+            out[(rec["host"], int(rec["port"]))] = rec
+    return out
+
+
+def app_totals(snap: dict[str, Any], topology: str) -> dict[str, float]:
+    """The topology's cumulative spout and sink counters, summed over tasks."""
+    tot: dict[str, float] = {}
+    for kind in ("spout", "sink"):
+        for rec in snap.get(kind, {}).values():
+            if rec.get("topology") != topology:
+                continue
+            for k, v in rec.items():
+                if isinstance(v, int | float) and k not in ("t", "recv", "task"):
+                    name = f"{kind}.{k}"
+                    tot[name] = max(tot.get(name, 0.0), v) if k.endswith("_max_ms") \
+                        else tot.get(name, 0.0) + v
+    return tot
+
+
+#: the sinks' latency histogram (``Bench.Reporter.latency`` in ``storm/``)
+LATENCY_BUCKETS, LATENCY_BASE = 64, 1.25
+
+
+def latency_percentiles(counts: dict[int, float], qs: tuple[float, ...] = (50.0, 99.0)
+                        ) -> tuple[float | None, ...]:
+    """Percentiles (seconds) of a window's latencies from its per-bucket counts: the
+    upper edge of the bucket where each percentile falls (bucket i: [1.25^(i-1), 1.25^i)
+    ms), so within 25 %.
+
+    Examples
+    --------
+    >>> latency_percentiles({0: 1.0, 10: 98.0, 30: 1.0})
+    (0.009313225746154785, 0.009313225746154785)
+    """
+    total = sum(counts.values())
+    if total <= 0:
+        return tuple(None for _ in qs)
+    out = []
+    for q in qs:
+        acc, need = 0.0, q / 100.0 * total
+        for i in range(LATENCY_BUCKETS):
+            acc += counts.get(i, 0.0)
+            if acc >= need:
+                out.append(LATENCY_BASE ** i / 1e3)
+                break
+        else:
+            out.append(LATENCY_BASE ** (LATENCY_BUCKETS - 1) / 1e3)
+    return tuple(out)
+
+
+def throughput(before: dict[str, float], after: dict[str, float], seconds: float
+               ) -> tuple[float | None, float | None]:
+    """Tuples per second at the sinks and their mean event-time latency (s) between two
+    :func:`app_totals` readings (None: no sink reports)."""
+    if "sink.count" not in after or seconds <= 0:
+        return None, None
+    n = after["sink.count"] - before.get("sink.count", 0.0)
+    lat = after.get("sink.latency_sum_ms", 0.0) - before.get("sink.latency_sum_ms", 0.0)
+    return max(n, 0.0) / seconds, (lat / n / 1e3 if n > 0 else None)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,318 @@
+"""Apache Flink as a backend: :class:`FlinkRunner` runs an experiment's cases
+(``streamband run SPEC --backend flink``) with the Kafka-fed jobs of ``flink/`` on the
+testbed's hosts, mirroring :mod:`streamband.backends.storm` with ``--source kafka``. The
+adapters are Flink's profiler (:mod:`streamband.flink.profiler`) and the network half
+shared by every real backend (:mod:`streamband.loop.openflow`).
+
+The jobs take the Storm topologies' settings (:data:`streamband.storm.workloads.WORKLOADS`:
+the same components, ``bench.*`` keys and Kafka topics), so a spec runs on both engines
+alike; each component is a slot-sharing group pinned to the TaskManagers of its hosts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from streamband.alloc.registry import policy_entry
+from streamband.backends.base import Case, RunRecord
+from streamband.errors import PreconditionError, SpecError, nearest
+from streamband.flink.cluster import TAG, FlinkCluster, testbed_spec
+from streamband.flink.managed import ManagedJob
+from streamband.flink.profiler import FlinkProfiler
+from streamband.kafka.broker import Broker, BrokerSpec
+from streamband.kafka.replay import (
+    Replay,
+    Stream,
+    create_topics,
+    start_replay,
+    stop_replay,
+    streams,
+    window_figures,
+)
+from streamband.loop.openflow import ControllerLinkStats, MeterEnforcer
+from streamband.loop.reports import LATENCY_BUCKETS, app_totals, latency_percentiles
+from streamband.model.testbed import TestbedSpec
+from streamband.procs import marked_env
+from streamband.sdn.client import ControllerClient
+from streamband.storm.workloads import WORKLOADS
+from streamband.testbed.network import Testbed
+
+if TYPE_CHECKING:
+    from streamband.model.spec import ExperimentSpec
+
+#: spec application -> the Flink job of ``flink/`` that runs it
+JOBS = {"fork-join": "streamband.flink.jobs.ForkJoin",
+        "trending-topics": "streamband.flink.jobs.TrendingTopics",
+        "trucking-iot": "streamband.flink.jobs.TruckingIoT"}
+
+
+def source_component(spout: str) -> str:
+    """The Flink component that reads a topic the Storm topology reads with ``spout``
+    (the fork-join's Kafka spout ``kafka-A`` is A's source, chained into A)."""
+    return spout.removeprefix("kafka-")
+
+
+class FlinkRunner:
+    """Runs an experiment's cases on Apache Flink on the testbed, fed by Kafka.
+
+    One testbed and one broker (on a star's master host) per network x bandwidth; one
+    Flink cluster per case (its TaskManagers follow the placement: one per host and
+    component); a fresh job on fresh topics per window (nothing queued from the last),
+    its producer started once every TaskManager reports.
+
+    Parameters
+    ----------
+    out : Path
+        Where the testbed's and cluster's logs and each window's allocation log go.
+    seconds : float
+        Length of each policy's measured window, seconds.
+    warmup_s : float
+        Seconds under the window's policy before it is measured.
+    dt : float
+        Δt of the live manager loop, seconds.
+    guard : bool
+        Do no harm (:class:`~streamband.loop.guard.HarmGuard`).
+    alignment_ms : float
+        Flink's own answer (FLIP-217 watermark alignment): a source whose watermark runs
+        this far ahead pauses; 0: off.
+    """
+
+    __test__ = False
+    name = "flink"
+
+    def __init__(self, out: Path, seconds: float = 60.0, warmup_s: float = 20.0,
+                 dt: float = 1.0, guard: bool = False, alignment_ms: float = 0.0,
+                 source: str = "kafka", **control: Any) -> None:
+        if os.geteuid() != 0:
+            raise PreconditionError("--backend flink: needs root (the testbed's namespaces)")
+        if source != "kafka":
+            raise SpecError(f"--source: the Flink jobs read Kafka topics, got {source!r}")
+        self.out, self.seconds, self.warmup_s, self.dt = Path(out), seconds, warmup_s, dt
+        self.guard, self.alignment_ms, self.control = guard, alignment_ms, control
+        self.tb: Any = None
+        self.broker: Broker | None = None
+        self.cluster: FlinkCluster | None = None
+        self.receiver: subprocess.Popen[bytes] | None = None
+        self.replay: Replay | None = None
+        self.key: tuple[str, float] | None = None
+        self.case: Case | None = None
+        self.job: tuple[str, ManagedJob] | None = None
+        self.count = 0
+
+    def __enter__(self) -> FlinkRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop()
+
+    def _stop_cluster(self) -> None:
+        stop_replay(self.replay)
+        self.replay, self.job = None, None
+        if self.cluster is not None:
+            self.cluster.stop()
+            self.cluster = None
+        if self.receiver is not None:
+            self.receiver.wait(5)
+            self.receiver = None
+        self.case = None
+
+    def _stop(self) -> None:
+        self._stop_cluster()
+        if self.broker is not None:
+            self.broker.stop()
+            self.broker = None
+        if self.tb is not None:
+            self.tb.stop()
+            self.tb = None
+        self.key = None
+
+    def check(self, spec: ExperimentSpec, case: Case) -> None:
+        """Preconditions: a Flink job runs the app; a star network (the broker on its
+        master host); the policies run on a network."""
+        if spec.app.name not in JOBS:
+            raise SpecError(f"app {spec.app.name!r}: no Flink job runs it; the flink backend "
+                            f"runs {', '.join(JOBS)}{nearest(spec.app.name, JOBS)}")
+        streams(spec.app)
+        if case.network.topology != "star":
+            raise SpecError(f"networks.{case.network.name}: the flink backend runs the broker "
+                            "on a star's master host, off the links under test; got topology "
+                            f"{case.network.topology!r}")
+        for p in spec.policies:
+            if policy_entry(p).kind not in ("per-step", "loop"):
+                raise SpecError(f"policies: {p!r} is of kind {policy_entry(p).kind!r}; Flink "
+                                "runs tcp and the manager loop's policies")
+
+    def _testbed(self, case: Case) -> None:
+        key = (case.network.name, case.bandwidth_mbps)
+        if self.key == key:
+            return
+        self._stop()
+        net = case.network
+        swept = "link_mbps" if net.throttle == "host" else "internal_mbps"
+        fields = net.model_dump(exclude={"name", "bandwidth_mbps", "throttle"},
+                                exclude_unset=True)
+        spec = TestbedSpec.model_validate({**fields, "topology": net.topology,
+                                           swept: case.bandwidth_mbps, "master": True,
+                                           **self.control})
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.tb = Testbed(spec, log_dir=self.out / "testbed")
+        self.tb.start()
+        ControllerClient(spec.api).wait_ready(1)
+        m = self.tb.state()["hosts"]["master"]
+        self.broker = Broker(BrokerSpec(host=m["ip"], prefix=[
+            "nsenter", f"--net=/proc/{m['pid']}/ns/net"])).start()
+        self.key = key
+
+    def groups(self, spec: ExperimentSpec, case: Case) -> dict[str, list[str]]:
+        """Component -> the testbed host of each of its subtasks (the case's placement)."""
+        work = WORKLOADS[spec.app.name]
+        return {work.components[o.name]: [case.flowmap.placement[f"{o.name}[{i}]"]
+                                          for i in range(o.parallelism)]
+                for o in spec.app.operators}
+
+    def _cluster(self, spec: ExperimentSpec, case: Case) -> None:
+        self._testbed(case)
+        if self.case is case:
+            return
+        self._stop_cluster()
+        hosts = [h for h in self.tb.topo.hosts if h != "master"]
+        fspec = testbed_spec(self.tb.state(), self.out / "flink", "master", hosts,
+                             placement=self.groups(spec, case))
+        self.cluster = FlinkCluster(fspec)
+        self.cluster.start()
+        self.receiver = self._receiver(fspec)
+        self.case = case
+
+    def _receiver(self, fspec: Any) -> subprocess.Popen[bytes]:
+        """The one profile receiver (:mod:`streamband.loop.reports`) inside the master
+        host, where the reporters send; tagged with the cluster, so it stops with it."""
+        assert self.cluster is not None
+        work = self.cluster.work
+        (work / "master" / "log").mkdir(parents=True, exist_ok=True)
+        with open(work / "master" / "log" / "collector.out", "wb") as log:
+            return subprocess.Popen(
+                fspec.master.wrap([sys.executable, "-m", "streamband.loop.reports",
+                                   "--listen", fspec.collector, "--out",
+                                   str(work / "profile.json")]),
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                env=marked_env({TAG: str(work)}))
+
+    def _job(self, spec: ExperimentSpec, case: Case) -> ManagedJob:
+        """A fresh job of ``case`` on fresh topics, its producer started."""
+        self._cluster(spec, case)
+        assert self.cluster is not None and self.broker is not None
+        if self.job is not None:
+            stop_replay(self.replay)
+            self.replay = None
+            self.cluster.cancel(self.job[0])
+        work = WORKLOADS[spec.app.name]
+        app = spec.app
+        self.count += 1
+        name = f"{app.name}-{case.placement}-{self.count}".replace("_", "-")
+        conf: dict[str, Any] = {**work.settings(app), "bench.name": name,
+                                "streamband.groups": True,
+                                "streamband.kafka.bootstrap": self.broker.spec.bootstrap,
+                                "streamband.manager": self.cluster.spec.collector,
+                                "bench.alignment.ms": self.alignment_ms}
+        groups = self.groups(spec, case)
+        fresh: list[Stream] = []
+        parts: dict[str, int] = {}
+        for s in streams(app):
+            comp = source_component(work.kafka_spouts[s.topic])
+            fresh.append(replace(s, topic=f"{s.topic}-{self.count}"))
+            conf[f"bench.topic.{comp}"] = fresh[-1].topic
+            conf[f"bench.parallelism.{comp}"] = len(groups.get(comp, [None]))
+            parts[fresh[-1].topic] = len(groups.get(comp, [None]))
+        create_topics(self.broker, parts)
+        f = self.cluster.work / f"job-{name}.json"
+        f.write_text(json.dumps(conf))
+        job = self.cluster.submit(self.cluster.jobs_jar(), JOBS[app.name], [str(f)])
+        self.cluster.wait_running(job)
+        mj = ManagedJob(self.tb, self.cluster, job, self.cluster.work / "profile.json",
+                        {k: float(v) for k, v in work.edge_bytes(app).items()})
+        mj.wait_reports()
+        self.replay = start_replay(self.broker, fresh, work.settings(app))
+        self.job = (job, mj)
+        return mj
+
+    def _log(self, tag: str) -> Path:
+        n = 1
+        while (self.out / f"{tag}-{self.count}-r{n}.alloc.jsonl").exists():
+            n += 1
+        return self.out / f"{tag}-{self.count}-r{n}.alloc.jsonl"
+
+    def run(self, spec: ExperimentSpec, case: Case, policy: str,
+            progress: Callable[[float], None] | None = None,
+            reference_links: list[int] | None = None) -> RunRecord:
+        mj = self._job(spec, case)
+        entry = policy_entry(policy)
+        tag = f"{case.network.name}-{case.bandwidth_mbps:g}-{case.placement}-{policy}"
+        samples: list[tuple[float, np.ndarray]] = []
+        t0 = time.monotonic()
+
+        def on_step(linkstats: Any) -> None:
+            samples.append((time.monotonic() - t0, linkstats.flow_rates.copy()))
+            if progress:
+                progress(min(1.0, (time.monotonic() - t0) / self.seconds))
+
+        r = mj.run(policy if entry.kind == "loop" else "tcp", self.seconds, self.dt,
+                   log=self._log(tag), on_step=on_step, guard=self.guard,
+                   warmup_s=self.warmup_s)
+        row = window_row(r, mj.job)
+        topo = self.tb.topo
+        util = r["link_used_bps"] / topo.capacities
+        links = reference_links or [lk for lk in range(len(topo.links))
+                                    if mj.routing[:, lk].nnz and util[lk] >= 0.9]
+        scale = WORKLOADS[spec.app.name].per_sink_count(spec.app)
+        times = np.array([t for t, _ in samples])
+        rates = np.array([x / 1e6 for _, x in samples]).reshape(len(samples), len(mj.pairs))
+        row.update({
+            "experiment": spec.experiment, "app": spec.app.name, "placement": case.placement,
+            "network": case.network.name, "bandwidth_mbps": case.bandwidth_mbps,
+            "policy": policy, "backend": "flink",
+            "throughput_tps": row["throughput_tps"] * scale,
+            "link_utilization": float(np.mean(util[links])) if links else None,
+            "optimizer_ms": r["optimizer_ms"] if entry.kind == "loop" else None,
+            "allocations": r["allocations"], "profiles": r["profiles"],
+            "loop_errors": r["loop_errors"], "flows": r["flows"],
+            "last_rates_bps": r["last_rates_bps"], "capped_share": r["capped_share"],
+            "alignment_ms": self.alignment_ms, "source": "kafka",
+            "flow_keys": r["keys"], "meters": [{"flow": m["flow"], "rate_bps": m["rate_bps"]}
+                                               for m in r["meters"]],
+        })
+        row.update(window_figures({"sources_start": {}, "sources_end": {}, "stores": {}},
+                             self.seconds, "at-most-once"))
+        return RunRecord(row, times, list(r["flows"]), rates, np.ones(len(mj.pairs), bool),
+                         [int(lk) for lk in links])
+
+
+def window_row(r: dict[str, Any], job: str) -> dict[str, Any]:
+    """Throughput (tuples/s at the sinks), goodput and event-time latency (mean, p50, p99)
+    of a window, from the receiver's snapshots at its start and end."""
+    before, after = app_totals(r["before"], job), app_totals(r["after"], job)
+    span = r["seconds"]
+
+    def d(k: str) -> float:
+        return after.get(k, 0.0) - before.get(k, 0.0)
+
+    p50, p99 = latency_percentiles({i: d(f"sink.lat_b{i:02d}") for i in range(LATENCY_BUCKETS)})
+    n = d("sink.count")
+    return {"throughput_tps": n / span,
+            "goodput_mbps": 8.0 * d("sink.bytes_in") / span / 1e6 if d("sink.bytes_in") else None,
+            "latency_s": d("sink.latency_sum_ms") / n / 1e3 if n else None,
+            "latency_p50_s": p50, "latency_p99_s": p99, "seconds": span,
+            "dropped_tuples": 0.0}
+
+
+Runner = FlinkRunner
+Profiler, LinkStats, Enforcer = FlinkProfiler, ControllerLinkStats, MeterEnforcer

@@ -1,0 +1,194 @@
+"""The Flink profiler (000 §V-A2): the 5-metric flow state of 000 §IV-A1 for every
+TaskManager-pair flow (:mod:`streamband.flink.flows`), from the TaskManagers' own reports
+(``FlowReporter`` in ``flink/``, via the receiver's snapshot) combined with the kernel's
+view of each connection (:mod:`streamband.loop.sockets`).
+
+Flink counts no bytes per channel; its reporter reads them from the network stack, per
+channel (producer subpartition, consumer input channel), and the profiler sums a pair's
+channels:
+
+- ``V_f`` (sent): the growth of the kernel's ``bytes_acked`` on the producer's side of the
+  pair's connection; without a socket, the growth of the bytes the producer's
+  subpartitions handed to Netty;
+- ``L^s_f`` (sender backlog): the socket's send queue plus what the producer's
+  subpartitions hold, written but not yet handed to Netty (under credit-based flow control
+  a channel's buffers wait there until the consumer announces credit);
+- ``L^r_f`` (receiver backlog): the bytes the consumer's input channels of the pair have
+  received and the task has not yet processed, plus what waits in a join's own state for
+  this input (operator gauge ``streamband-store``, per input component, split among the
+  pairs of that input by the bytes each sent in the interval).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from streamband.alloc.base import FlowState
+from streamband.flink.flows import TmPair, connection
+from streamband.loop.reports import read_snapshot
+from streamband.loop.sockets import TcpSocket
+
+#: a host's established sockets: (host ip, with the processes that hold them)
+SocketReader = Callable[[str, bool], list[TcpSocket]]
+
+
+def tm_reports(snap: dict[str, Any], job: str) -> dict[str, dict[str, Any]]:
+    """TaskManager id -> the latest report of its reporter for ``job``."""
+    return {str(r.get("tm")): r for r in snap.get("flow", {}).values()
+            if r.get("topology") == job and r.get("engine") == "flink"}
+
+
+def pair_channels(pair: TmPair, reports: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """A pair's channels summed, from the producer's and the consumer's reports:
+    ``written`` and ``handed`` (bytes, cumulative), ``queued`` (buffers at the producer),
+    ``rx_bytes`` (received, not processed), ``backlog`` (buffers the producer announced),
+    ``found`` (channels seen on both sides)."""
+    src = (reports.get(pair.src.id) or {}).get("tasks", {})
+    dst = (reports.get(pair.dst.id) or {}).get("tasks", {})
+    tot = {"written": 0.0, "handed": 0.0, "queued": 0.0, "rx_bytes": 0.0, "backlog": 0.0,
+           "found": 0.0}
+    for ch in pair.channels:
+        prod = src.get(f"{ch.src_vertex}:{ch.src_subtask}") or {}
+        cons = dst.get(f"{ch.dst_vertex}:{ch.dst_subtask}") or {}
+        outs = {o.get("ds"): o for o in prod.get("out", [])}
+        for gate in cons.get("in", []):
+            part = outs.get(gate.get("ds"))
+            if part is None:
+                continue
+            for c in gate.get("ch", []):
+                if c.get("p") != ch.src_subtask or c.get("kind") != "remote":
+                    continue
+                lo, hi = c.get("s", [0, -1])
+                for sub in part.get("sub", [])[lo: hi + 1]:
+                    tot["written"] += max(sub[0], 0)
+                    tot["handed"] += max(sub[1], 0)
+                    tot["queued"] += max(sub[2], 0)
+                tot["rx_bytes"] += max(c.get("queued_bytes", 0), 0)
+                tot["backlog"] += max(c.get("backlog", 0), 0)
+                tot["found"] += 1
+    return tot
+
+
+def _store_waiting(rep: dict[str, Any], vertex: str, subtask: int, comp: str) -> float:
+    """Bytes waiting in the stores of a consumer task for input ``comp``."""
+    task = (rep.get("tasks") or {}).get(f"{vertex}:{subtask}") or {}
+    out = 0.0
+    for store in (task.get("stores") or {}).values():
+        v = ((store or {}).get("inputs") or {}).get(comp) or {}
+        out += float(v.get("bytes") or 0.0)
+    return out
+
+
+class FlinkProfiler:
+    """Flow ``i`` is ``pairs[i]``. ``sockets`` reads a host's sockets (None: no kernel
+    view), ``names`` gives the TaskManager JVMs' pids (pid -> name), so a pair's
+    connection is found by the consumer JVM that holds it."""
+
+    def __init__(self, snapshot: Path, job: str, pairs: list[TmPair],
+                 sockets: SocketReader | None = None,
+                 names: Callable[[], dict[int, str]] | None = None) -> None:
+        self.snapshot_path = Path(snapshot)
+        self.job = job
+        self.pairs = pairs
+        self.sockets = sockets
+        self.names = names or dict
+        n = len(pairs)
+        self._handed = np.zeros(n)
+        self._acked = np.zeros(n)
+        self._conn: list[tuple[Any, ...] | None] = [None] * n
+        self._ls = np.zeros(n)
+        self._lr = np.zeros(n)
+        self.samples = 0
+        self.last: dict[str, Any] | None = None
+        self.interval_s: float | None = None
+        self._t: float | None = None
+        self.flow_state()
+
+    def kernel(self) -> list[TcpSocket | None]:
+        """Each pair's producer-side socket (None: not found, or no kernel view)."""
+        if self.sockets is None:
+            return [None] * len(self.pairs)
+        names = self.names()
+        seen: dict[tuple[str, bool], list[TcpSocket]] = {}
+
+        def at(ip: str, procs: bool) -> list[TcpSocket]:
+            if (ip, procs) not in seen:
+                seen[(ip, procs)] = self.sockets(ip, procs)  # type: ignore[misc]
+            return seen[(ip, procs)]
+
+        out: list[TcpSocket | None] = []
+        for i, p in enumerate(self.pairs):
+            known = self._conn[i]
+            s = None
+            if known is not None:
+                s = next((x for x in at(p.src.host, False) if x.four_tuple == known), None)
+            if s is None:
+                s = connection(p, at(p.src.host, False), at(p.dst.host, True), names)
+            out.append(s)
+        return out
+
+    def flow_state(self) -> FlowState:
+        t = time.monotonic()
+        self.interval_s = t - self._t if self._t is not None else None
+        self._t = t
+        snap = read_snapshot(self.snapshot_path)
+        reports = tm_reports(snap, self.job)
+        kernel = self.kernel()
+        n = len(self.pairs)
+        chans = [pair_channels(p, reports) for p in self.pairs]
+        handed = np.array([c["handed"] for c in chans])
+        d_handed = np.where(handed >= self._handed, handed - self._handed, handed)
+        acked = np.array([s.bytes_acked if s else 0.0 for s in kernel], float)
+        same = [s is not None and s.four_tuple == self._conn[i] for i, s in enumerate(kernel)]
+        sent = np.where(same, np.maximum(acked - self._acked, 0.0), d_handed)
+        send_q = np.array([s.send_q if s else 0.0 for s in kernel], float)
+        waiting = np.array([max(c["written"] - c["handed"], 0.0) for c in chans])
+        ls = send_q + waiting
+        lr = np.array([c["rx_bytes"] for c in chans])
+        # a join's own store, per input component, split among the pairs of that input into
+        # the same consumer task by the bytes each handed over in the interval
+        into: dict[tuple[str, str, int, str], list[int]] = {}
+        for i, p in enumerate(self.pairs):
+            for ch in p.channels:
+                into.setdefault((p.dst.id, ch.dst_vertex, ch.dst_subtask, p.src_component),
+                                []).append(i)
+        for (tm, vertex, sub, comp), idx in into.items():
+            held = _store_waiting(reports.get(tm) or {}, vertex, sub, comp)
+            if held <= 0:
+                continue
+            idx = sorted(set(idx))
+            w = d_handed[idx]
+            w = w / w.sum() if w.sum() > 0 else np.full(len(idx), 1.0 / len(idx))
+            lr[idx] += held * w
+        state = FlowState(ls0=self._ls, ls1=ls, lr0=self._lr, lr1=lr, sent=sent)
+        self._handed, self._acked, self._ls, self._lr = handed, acked, ls, lr
+        self._conn = [s.four_tuple if s else None for s in kernel]
+        self.samples += 1
+        ages = [snap.get("time", 0.0) - r.get("recv", 0.0) for r in reports.values()]
+        self.last = {"sent": sent.tolist(), "ls": ls.tolist(), "lr": lr.tolist(),
+                     "handed": d_handed.tolist(), "waiting": waiting.tolist(),
+                     "send_q": send_q.tolist(), "channels_found": [c["found"] for c in chans],
+                     "sender_backlog_buffers": [c["backlog"] for c in chans],
+                     "socket": [s.four_tuple if s else None for s in kernel],
+                     "report_age_s": max(ages) if ages else None,
+                     "interval_s": self.interval_s, "tms": sorted(reports),
+                     "n": n}
+        return state
+
+
+def observed_pairs(snap: dict[str, Any], job: str) -> set[tuple[str, str]]:
+    """The directed (producer address:data port, consumer TaskManager) pairs the consumers'
+    remote input channels of ``job`` read from, as the reports show them."""
+    out = set()
+    for tm, rep in tm_reports(snap, job).items():
+        for task in (rep.get("tasks") or {}).values():
+            for gate in task.get("in", []):
+                for c in gate.get("ch", []):
+                    if c.get("kind") == "remote" and c.get("from"):
+                        out.add((str(c["from"]), tm))
+    return out

@@ -1,0 +1,178 @@
+"""Flink on the testbed (root: Mininet, OVS userspace, os-ken), end to end (issue 34):
+
+- 001's fork-join read from a Kafka topic, as ``streamband run --backend flink`` runs it:
+  the broker on the star's master host, A on S1, B and C on S2, D on S1 (001's TP3, every
+  flow external), each component in a TaskManager of its own; 60 s under plain TCP, then 60
+  s under appaware, each window a fresh job on fresh topics. Checked: a profile every
+  step, the controller's meters on the job's TaskManager-pair connections (producer
+  address and data port, consumer address) and on nothing else, capped under appaware,
+  uncapped under TCP; the whole in at most 8 minutes; nothing left running.
+- Flink's own streaming WordCount (``flink-examples-streaming`` 1.20.0, unmodified) at
+  parallelism 2 over a TaskManager per worker host: every remote TaskManager pair its
+  hash edge uses, from the REST API, is in the profiler (the reporters' channels, the
+  kernel's sockets in the hosts' namespaces).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from streamband.backends.flink import FlinkRunner
+from streamband.experiments.runner import plan
+from streamband.flink import cluster as fc
+from streamband.flink.flows import placement, tm_pairs, tm_pids
+from streamband.flink.home import EXAMPLES_JAR
+from streamband.flink.profiler import FlinkProfiler, observed_pairs
+from streamband.loop.reports import read_snapshot
+from streamband.loop.sockets import tcp_sockets
+from streamband.model.spec import load_spec, parse_spec
+from streamband.model.testbed import load_spec as load_testbed
+from streamband.procs import clean, leftovers, marked_env
+from streamband.sdn.client import ControllerClient
+from streamband.testbed.network import Testbed
+
+SECONDS, DT, WARMUP_S = 60.0, 1.0, 15.0
+#: 100 ids/s: A sends 8 + 4 KB per id, 9.8 Mbit/s out of S1 into a 4 Mbit/s link
+RATE, LINK_MBPS = 100, 4
+
+
+def _spec() -> dict:
+    base = load_spec("paper-001").model_dump(mode="json", exclude_none=True)
+    for op in base["app"]["operators"]:
+        if op["name"] == "A":
+            op["rate_tps"] = RATE
+    return {**{k: base[k] for k in ("app",)}, "experiment": "flink-fork-join-e2e",
+            "networks": [{"name": "edge", "topology": "star", "hosts": ["S1", "S2"],
+                          "bandwidth_mbps": [LINK_MBPS]}],
+            "placements": {"TP3": {"strategy": "explicit",
+                                   "map": {"A": "S1", "D": "S1", "B": "S2", "C": "S2"}}},
+            "policies": ["tcp", "appaware"]}
+
+
+@pytest.fixture(scope="module")
+def windows(tmp_path_factory: pytest.TempPathFactory):
+    """The two windows' rows and the output directory."""
+    clean()
+    out: Path = tmp_path_factory.mktemp("flink-e2e")
+    spec = parse_spec(_spec(), "flink-e2e")
+    (case,) = plan(spec)
+    runner = FlinkRunner(out, seconds=SECONDS, warmup_s=WARMUP_S, dt=DT)
+    t0 = time.monotonic()
+    try:
+        runner.check(spec, case)
+        rows = [runner.run(spec, case, p).row for p in spec.policies]
+        print(f"two windows in {time.monotonic() - t0:.0f} s: "
+              + json.dumps([{k: r.get(k) for k in ("policy", "throughput_tps", "latency_s",
+                                                   "link_utilization")} for r in rows]))
+        yield rows, out
+    finally:
+        runner._stop()
+        clean()
+        assert leftovers() == []
+        assert fc.CLEANUP.processes() == []
+        assert time.monotonic() - t0 <= 8 * 60
+
+
+def test_profiles_every_second(windows):
+    rows, out = windows
+    logs = sorted(out.glob("*.alloc.jsonl"))
+    assert len(logs) == 2
+    for log in logs:
+        steps = [json.loads(line) for line in log.read_text().splitlines()]
+        states = [s["state"] for s in steps if s.get("state")]
+        longest = max(sum(s["phase_ms"].values()) for s in steps) / 1e3
+        assert len(states) >= (WARMUP_S + SECONDS) / (DT + longest) - 1, (log, len(states))
+        assert all(st["report_age_s"] is not None and st["report_age_s"] < 3 * DT
+                   for st in states[5:]), log
+        assert any(sum(st["sent"]) > 0 for st in states), log
+    for row in rows:
+        assert row["throughput_tps"] > 0 and row["latency_s"] is not None
+
+
+def test_meters_on_the_right_four_tuples(windows):
+    """TP3's four flows cross S1 <-> S2: A->B and A->C from A's TaskManager (S1, one data
+    port) to two consumer TaskManagers on S2 (told apart by their ports), B->D and C->D
+    from two TaskManagers on S2 to D on S1."""
+    rows, _ = windows
+    for row in rows:
+        keys = [k for k in row["flow_keys"] if k is not None]
+        assert len(keys) == 4
+        assert len({json.dumps(k, sort_keys=True) for k in keys}) == 4
+        installed = [m["flow"] for m in row["meters"]]
+        for k in keys:
+            assert any(all(m.get(f) == v for f, v in k.items()) for m in installed), (k, installed)
+        assert len(installed) == len(keys)
+        rates = [m["rate_bps"] for m in row["meters"]]
+        if row["policy"] == "tcp":
+            assert all(r is None for r in rates)
+        else:
+            assert any(r is not None for r in rates)
+        assert not row["loop_errors"], row["loop_errors"]
+
+
+@pytest.fixture(scope="module")
+def testbed_cluster(tmp_path_factory: pytest.TempPathFactory):
+    clean()
+    out: Path = tmp_path_factory.mktemp("flink-wc")
+    tb = Testbed(load_testbed({"topology": "star", "hosts": 2, "master": True,
+                               "link_mbps": 20}), log_dir=out)
+    cluster = None
+    try:
+        tb.start()
+        ControllerClient(tb.spec.api).wait_ready(1)
+        spec = fc.testbed_spec(tb.state(), out / "cluster")
+        cluster = fc.FlinkCluster(spec).start()
+        print(f"Flink up in {cluster.started_s:.1f} s: {fc.usage(str(cluster.work))}")
+        # the receiver listens inside the master host, where the reporters send
+        subprocess.Popen(spec.master.wrap([sys.executable, "-m", "streamband.loop.reports",
+                                 "--listen", spec.collector, "--out",
+                                 str(cluster.work / "profile.json"), "--every", "0.2"]),
+                         env=marked_env({fc.TAG: str(cluster.work)}), start_new_session=True)
+        yield tb, cluster, out
+    finally:
+        if cluster:
+            cluster.stop()
+        tb.stop()
+        clean()
+        assert leftovers() == []
+
+
+def test_wordcount_every_remote_pair_in_profiler(testbed_cluster):
+    tb, cluster, out = testbed_cluster
+    rnd = np.random.default_rng(1)
+    vocab = [f"w{i}" for i in range(5000)]
+    (out / "in").mkdir()
+    for f in range(4):
+        (out / "in" / f"part{f}.txt").write_text("\n".join(
+            " ".join(rnd.choice(vocab, 12)) for _ in range(20000)))
+    job = cluster.submit(cluster.home / "examples" / EXAMPLES_JAR,
+                         "org.apache.flink.streaming.examples.wordcount.WordCount",
+                         ["--input", str(out / "in"), "--output", str(out / "out"),
+                          "--discovery-interval", "2s"], parallelism=2)
+    cluster.wait_running(job)
+    pairs = [p for p in tm_pairs(placement(cluster.rest, job)) if p.remote]
+    assert len(pairs) == 2, pairs  # the hash edge both ways between w1's and w2's hosts
+    snapshot = cluster.work / "profile.json"
+    want = {(f"{p.src.host}:{p.src.data_port}", p.dst.id) for p in pairs}
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not want <= observed_pairs(read_snapshot(snapshot),
+                                                                     job):
+        time.sleep(1)
+    assert want <= observed_pairs(read_snapshot(snapshot), job)
+    netns = {h["ip"]: h["pid"] for h in tb.state()["hosts"].values()}
+    prof = FlinkProfiler(snapshot, job, pairs, lambda ip, p: tcp_sockets(netns.get(ip), p),
+                         lambda: tm_pids(fc.tagged_processes(str(cluster.work))))
+    sent = np.zeros(len(pairs))
+    for _ in range(5):
+        time.sleep(1)
+        sent += prof.flow_state().sent
+    assert all(s is not None for s in prof.last["socket"]), prof.last
+    assert np.all(sent > 0), sent
+    cluster.cancel(job)
