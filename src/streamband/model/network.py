@@ -27,7 +27,7 @@ TopologyKind = Literal["star", "two_tier", "fat_tree", "leaf_spine", "big_switch
 KINDS: tuple[str, ...] = ("star", "two_tier", "fat_tree", "leaf_spine", "big_switch")
 #: the fields each kind reads (the others keep their defaults)
 SHAPE: dict[str, tuple[str, ...]] = {
-    "star": ("hosts", "master"),
+    "star": ("hosts", "master", "master_mbps"),
     "big_switch": ("hosts",),
     "two_tier": ("hosts", "racks", "hosts_per_rack", "cores"),
     "fat_tree": ("k",),
@@ -79,6 +79,11 @@ class NetworkSpec(BaseModel):
         None, description="star, big_switch, two_tier: a number of hosts or their names "
         "(default 8 for a star, named w1..wN; racks x hosts_per_rack for a two-tier)")
     master: bool = Field(False, description="star: add a host 'master' first")
+    master_mbps: float | None = Field(None, gt=0, le=100_000, allow_inf_nan=False,
+                                      description="star with master: the master's link, "
+                                      "Mbit/s each way (default link_mbps): an engine's "
+                                      "sources served from the master (Kafka) keep it off "
+                                      "the links under test")
     racks: int = Field(4, ge=1, le=1024, description="two_tier: racks")
     hosts_per_rack: int = Field(2, ge=1, le=1024, description="two_tier: hosts per rack")
     cores: int = Field(2, ge=1, le=1024, description="two_tier: core switches")
@@ -122,7 +127,9 @@ class NetworkSpec(BaseModel):
                 names = ([f"w{i + 1}" for i in range(hosts)] if isinstance(hosts, int)
                          else list(hosts))
                 if self.master and kind == "star":
-                    names = ["master", *names]
+                    topo = mt.star(names, bw, name or kind, master=(
+                        self.master_mbps * 1e6 if self.master_mbps is not None else bw))
+                    return topo
                 return mt.star(names, bw, name or kind)
             if kind == "two_tier":
                 topo = mt.two_tier(self.racks, self.hosts_per_rack, self.cores, bw, inner,

@@ -137,10 +137,15 @@ def _host_names(hosts: int | list[str], prefix: str = "h") -> list[str]:
     return list(hosts)
 
 
-def star(hosts: int | list[str], bw_bps: float, name: str = "star") -> Topology:
-    """One non-blocking switch: only host uplinks and downlinks constrain (000 §VI-A1)."""
+def star(hosts: int | list[str], bw_bps: float, name: str = "star",
+         master: float | None = None) -> Topology:
+    """One non-blocking switch: only host uplinks and downlinks constrain (000 §VI-A1);
+    ``master``: a host ``master`` first, on a link of that capacity (bit/s)."""
     topo = Topology(name)
     topo.add_switch("s1")
+    if master is not None:
+        topo.add_host("master")
+        topo.connect_host("master", "s1", master)
     for h in _host_names(hosts):
         topo.add_host(h)
         topo.connect_host(h, "s1", bw_bps)
