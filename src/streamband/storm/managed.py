@@ -107,7 +107,9 @@ class ManagedTopology:
         while time.monotonic() < deadline:
             reps = worker_reports(read_snapshot(self.cluster.work / "profile.json"),
                                   self.info["id"]).values()
-            seen = sum(1 for r in reps for v in (r.get("sources") or {}).values() if v)
+            # a spout task reports its gauge from its open() on, with no partition before
+            # its first record (fresh topics: none before the producer starts)
+            seen = sum(len(r.get("sources") or {}) for r in reps)
             if seen >= tasks:
                 return
             time.sleep(1.0)
