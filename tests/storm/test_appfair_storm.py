@@ -11,7 +11,9 @@ switch port under the policies that decide classes, metered inside its applicati
 hierarchical and never under tcp; tcp splits by flows (app4 carries more than app1, Jain's
 index under 0.9, by design 0.78) and App-Fair is fairer than tcp by at least 0.1 (two turns
 of its classes through the three applications in a window); every topology completes joins
-in every window; nothing is left running. About 8 minutes."""
+in every window; nothing is left running. Expected 8-10 minutes: the cluster (8 supervisors)
+and the broker take about 2, each window about 1.5 to place its three topologies, 10 s of
+warm-up and 60 s measured (estimated from the loopback runs; not yet run on the testbed)."""
 
 from __future__ import annotations
 
