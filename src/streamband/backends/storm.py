@@ -7,6 +7,7 @@ network half shared by every real backend (:mod:`streamband.loop.openflow`)."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from streamband.alloc.registry import policy_entry
-from streamband.backends.base import Case, RunRecord
+from streamband.backends.base import Case, RunRecord, app_results
 from streamband.errors import PreconditionError, SpecError, nearest
 from streamband.kafka.broker import Broker, BrokerSpec
 from streamband.kafka.replay import (
@@ -29,12 +30,14 @@ from streamband.kafka.replay import (
     window_figures,
 )
 from streamband.loop.openflow import ControllerLinkStats, MeterEnforcer
+from streamband.model.apps import qualify
 from streamband.model.testbed import TestbedSpec
 from streamband.sdn.client import ControllerClient
+from streamband.storm.apps import AppTopologies
 from streamband.storm.cluster import StormCluster, testbed_spec
 from streamband.storm.managed import ManagedTopology
 from streamband.storm.profiler import StormProfiler
-from streamband.storm.workloads import WORKLOADS, scale_tuples
+from streamband.storm.workloads import WORKLOADS, Workload, scale_tuples, workload
 from streamband.testbed.network import Testbed
 
 if TYPE_CHECKING:
@@ -142,6 +145,8 @@ class StormRunner:
 
     def check(self, spec: ExperimentSpec, case: Case) -> None:
         """Preconditions: a Storm topology runs the app; the policies run on a network."""
+        if spec.apps:  # several applications: one topology each (StormApps)
+            return self.several().check(spec, case)
         if spec.app.name not in WORKLOADS:
             raise SpecError(f"app {spec.app.name!r}: no Storm topology runs it; the storm "
                             f"backend runs {', '.join(WORKLOADS)}"
@@ -254,6 +259,8 @@ class StormRunner:
     def run(self, spec: ExperimentSpec, case: Case, policy: str,
             progress: Callable[[float], None] | None = None,
             reference_links: list[int] | None = None) -> RunRecord:
+        if spec.apps:  # several applications: one topology each (StormApps)
+            return self.several().run(spec, case, policy, progress, reference_links)
         self._cluster(case)
         mt = self._topology(spec, case)
         entry = policy_entry(policy)
@@ -304,6 +311,249 @@ class StormRunner:
         return RunRecord(row, times, [p.label or p.name for p in mt.pairs], rates,
                          np.ones(len(mt.pairs), bool), [int(lk) for lk in links])
 
+    def several(self) -> StormApps:
+        """The windows of specs with several applications (kept with the runner: the
+        topologies it runs)."""
+        if "_several" not in self.__dict__:
+            self._several = StormApps(self)
+        return self._several
+
 
 Runner = StormRunner
 Profiler, LinkStats, Enforcer = StormProfiler, ControllerLinkStats, MeterEnforcer
+
+
+# -- several applications sharing the network, one topology each (000 §VII) -------------
+
+#: the fan-in topologies' topics are compressed in Kafka: every spout fetches from the broker
+#: on the star's master through the master's one link, which would otherwise carry as many
+#: bytes as the downlink under test, a second shared bottleneck that no class schedules
+APPS_COMPRESSION = "lz4"
+#: the producer's setting of it (``streamband.kafka.Replay.COMPRESSION`` in ``storm/``)
+APPS_COMPRESSION_KEY = "bench.kafka.compression"
+
+
+class StormApps:
+    """The windows of a spec with several applications (``spec.apps``, 000 §VII) on Storm,
+    for :class:`StormRunner`: every window a fresh Kafka-fed topology per application
+    (:func:`~streamband.storm.workloads.workload`: a fan-in for ``bench appfair``'s
+    applications), placed as the spec places its ``APP/OP`` instances, on fresh topics
+    that one paced producer fills from the same instant; one manager loop over every
+    topology's flows with each flow's application (:class:`~streamband.storm.apps.
+    AppTopologies`), strict-priority classes on the switch egress ports for the policies
+    that decide them; each application's tuples/s, latency and Mbit/s, and Jain's index
+    across them, in the row (:func:`~streamband.backends.base.app_results`)."""
+
+    def __init__(self, runner: StormRunner) -> None:
+        self.runner = runner
+        #: the running topologies' names, with the cluster they run on
+        self.running: tuple[Any, list[str]] = (None, [])
+        self.works: dict[str, Workload] = {}
+
+    def check(self, spec: ExperimentSpec, case: Case) -> None:
+        """Preconditions: a topology runs every application; Kafka feeds them, from a
+        star's master host; the policies run on a network."""
+        assert spec.apps is not None
+        for app in spec.apps:
+            workload(app)
+        if self.runner.source != "kafka":
+            raise SpecError("apps: several applications run as Kafka-fed topologies (their "
+                            "sources independent, open loop); run with --source kafka")
+        if case.network.topology != "star":
+            raise SpecError(f"networks.{case.network.name}: the applications' Kafka broker "
+                            "runs on a star's master host, off the links under test; got "
+                            f"topology {case.network.topology!r}")
+        for p in spec.policies:
+            if policy_entry(p).kind not in ("per-step", "loop"):
+                raise SpecError(f"policies: {p!r} is of kind {policy_entry(p).kind!r}; Storm "
+                                f"runs tcp and the manager loop's policies")
+
+    def stop_topologies(self) -> None:
+        """Stops the producer and kills the running topologies (on a cluster still up)."""
+        r = self.runner
+        stop_replay(r.replay)
+        r.replay = None
+        cluster, names = self.running
+        if cluster is not None and cluster is r.cluster:
+            for name in names:
+                cluster.kill(name)
+        self.running = (None, [])
+
+    def start(self, spec: ExperimentSpec, case: Case) -> AppTopologies:
+        """Fresh topologies for ``case`` on fresh topics, submitted together; the
+        producer starts once every spout task reports."""
+        r = self.runner
+        assert spec.apps is not None and r.broker is not None
+        self.stop_topologies()
+        r.count += 1
+        placement = case.flowmap.placement
+        fresh: list[Stream] = []
+        todo: list[tuple[str, str, Workload, App, dict[str, Any], int]] = []
+        partitions: dict[str, int] = {}
+        for spec_app in spec.apps:
+            app = scale_tuples(spec_app, r.scale(spec_app))
+            work = workload(app)
+            self.works[app.name] = work
+            where = {work.components[o.name]: [
+                r.tb.ip(placement[f"{qualify(app.name, o.name)}[{i}]"])
+                for i in range(o.parallelism)] for o in app.operators}
+            for comp, beside in work.placed_with.items():
+                where[comp] = where[beside]
+            conf: dict[str, Any] = {
+                **work.settings(app), "streamband.placement": where, "bench.source": "kafka",
+                "streamband.kafka.bootstrap": r.broker.spec.bootstrap,
+                "streamband.kafka.guarantee": r.guarantee}
+            if r.max_pending and r.guarantee == "at-least-once":
+                conf["topology.max.spout.pending"] = r.max_pending
+            spouts = 0
+            for o in app.operators:
+                if o.kind != "source":
+                    continue
+                comp = work.kafka_spouts[o.name]
+                topic = f"{app.name}-{o.name}-{r.count}"
+                conf[f"bench.topic.{comp}"] = topic
+                partitions[topic] = len(where[comp])
+                spouts += len(where[comp])
+                fresh.append(Stream(topic, "id", float(o.rate_tps or 0.0),
+                                    int(next(e.tuple_bytes for e in app.edges
+                                             if e.src == o.name))))
+            name = f"{app.name}-{case.placement}-{r.count}".replace("_", "-").lower()
+            todo.append((app.name, name, work, app, conf, spouts))
+        create_topics(r.broker, partitions)
+        jar = r.cluster.jar  # the topology jar, built once with the cluster
+        errors: list[BaseException] = []
+
+        def submit(item: tuple[str, str, Workload, App, dict[str, Any], int]) -> None:
+            try:
+                r.cluster.submit(jar, item[2].main, item[1], item[4])
+            except BaseException as err:  # noqa: BLE001 - raised below, in the caller
+                errors.append(err)
+
+        # submitted together: each submission's client JVM waits on Nimbus for seconds
+        threads = [threading.Thread(target=submit, args=(t,)) for t in todo]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.running = (r.cluster, [t[1] for t in todo])
+        if errors:
+            raise errors[0]
+        tops = []
+        for _, name, work, app, _, _ in todo:
+            info = r.cluster.wait_running(name)
+            info["name"] = name
+            tops.append(ManagedTopology(r.tb, r.cluster, info, work, app))
+        for mt, item in zip(tops, todo, strict=True):
+            mt.wait_sources(item[5])
+        r.replay = start_replay(r.broker, fresh, {APPS_COMPRESSION_KEY: APPS_COMPRESSION})
+        return AppTopologies([t[0] for t in todo], tops)
+
+    def run(self, spec: ExperimentSpec, case: Case, policy: str,
+            progress: Callable[[float], None] | None = None,
+            reference_links: list[int] | None = None, loop: bool = True) -> RunRecord:
+        """One window of ``policy`` (warm-up then ``seconds``) on fresh topologies.
+        ``loop`` False: no manager loop (plain TCP, nothing read from a switch), for a
+        cluster on loopback addresses; then ``policy`` only names the row."""
+        r = self.runner
+        r._cluster(case)
+        tops = self.start(spec, case)
+        entry = policy_entry(policy)
+        # App-Fair's Δt is the spec's (sim.interval_s, 000 §VII); rates step every dt
+        dt = spec.sim.interval_s if entry.classes else r.dt
+        step, class_dt = entry.periods(dt, spec.appfair.split_s)
+        samples: list[tuple[float, np.ndarray]] = []
+        t0 = time.monotonic()
+
+        def on_step(linkstats: Any) -> None:
+            samples.append((time.monotonic() - t0, linkstats.flow_rates.copy()))
+            if progress:
+                progress(min(1.0, (time.monotonic() - t0) / (r.seconds + r.warmup_s)))
+
+        tag = f"{case.network.name}-{case.bandwidth_mbps:g}-{case.placement}-{policy}"
+        res = (tops.run(policy, r.seconds, step, class_dt, spec.appfair.params(),
+                        log=r._log(tag), on_step=on_step, guard=r.guard,
+                        warmup_s=r.warmup_s) if loop
+               else tops.observe(r.seconds, r.warmup_s))
+        return self.record(spec, case, policy, tops, res, samples, reference_links)
+
+    def model_flows(self, tops: AppTopologies, fm: Any) -> np.ndarray:
+        """(pairs,) the index in ``fm.flows`` of the spec flow each network flow carries
+        (``APP/OP[i]->APP/OP[j]`` from the worker pair's components)."""
+        index = {f.id: k for k, f in enumerate(fm.flows)}
+        out = []
+        for name, mt in zip(tops.names, tops.tops, strict=True):
+            op = {c: o for o, c in self.works[name].components.items()}
+            for p in mt.pairs:
+                a, b = p.label.split("->")
+                ca, ia = a.rstrip("]").split("[")
+                cb, ib = b.rstrip("]").split("[")
+                out.append(index[f"{qualify(name, op[ca])}[{ia}]->"
+                                 f"{qualify(name, op[cb])}[{ib}]"])
+        return np.array(out, np.int64)
+
+    def record(self, spec: ExperimentSpec, case: Case, policy: str, tops: AppTopologies,
+               res: dict[str, Any], samples: list[tuple[float, np.ndarray]],
+               reference_links: list[int] | None) -> RunRecord:
+        """The window's row and record: the run's columns, each application's figures
+        (:func:`~streamband.backends.base.app_results`, with its latency percentiles and
+        its topics' backlog) and Jain's index across them."""
+        r, fm = self.runner, case.flowmap
+        entry = policy_entry(policy)
+        to_model = self.model_flows(tops, fm)
+        measured = np.nan_to_num(res["flow_mbps"], nan=0.0)
+        flow_mbps = np.bincount(to_model, weights=measured, minlength=len(fm.flows))
+        by_op = {}
+        for app in spec.apps or []:
+            a = res["apps"][app.name]
+            lat = a["latency_s"] if a["latency_s"] is not None else float("nan")
+            for m in app.measured():  # one topology per application: its sinks' count
+                by_op[qualify(app.name, m)] = (a["throughput_tps"] / len(app.measured()), lat)
+        per_app = app_results(spec, fm, flow_mbps, by_op)
+        for i, name in enumerate(tops.names):
+            a = res["apps"][name]
+            kafka = window_figures({"sources_start": a["sources_start"],
+                               "sources_end": a["sources_end"],
+                               "stores": res["stores"][i]}, a["seconds"], r.guarantee)
+            per_app["apps"][name].update({
+                "latency_p50_s": a["latency_p50_s"], "latency_p99_s": a["latency_p99_s"],
+                "failed": a["failed"], "topology": tops.tops[i].info["name"],
+                **{k: kafka[k] for k in ("source_lag_growth_rps", "arrival_rps",
+                                         "store_tuples", "source_lag_end")}})
+        tps = sum(a["throughput_tps"] for a in res["apps"].values())
+        lat = [(a["throughput_tps"], a["latency_s"]) for a in res["apps"].values()
+               if a["latency_s"] is not None and a["throughput_tps"] > 0]
+        used = res.get("link_used_bps")
+        util = used / r.tb.topo.capacities if used is not None else None
+        links = reference_links or ([lk for lk in range(len(r.tb.topo.links))
+                                     if tops.routing[:, lk].nnz and util[lk] >= 0.9]
+                                    if util is not None else [])
+        row = {
+            "experiment": spec.experiment, "app": spec.app.name, "placement": case.placement,
+            "network": case.network.name, "bandwidth_mbps": case.bandwidth_mbps,
+            "policy": policy, "backend": "storm", "throughput_tps": tps,
+            "goodput_mbps": float(np.sum(measured)),
+            "latency_s": sum(t * x for t, x in lat) / sum(t for t, _ in lat) if lat else None,
+            "latency_p50_s": None, "latency_p99_s": None,
+            "link_utilization": (float(np.mean(util[links])) if links and util is not None
+                                 else None),
+            "optimizer_ms": res.get("optimizer_ms") if entry.kind == "loop" else None,
+            "dropped_tuples": sum(a["failed"] for a in res["apps"].values()),
+            "allocations": res["allocations"], "seconds": res["seconds"],
+            "loop_errors": res["loop_errors"], "source": "kafka", "guarantee": r.guarantee,
+            "flows": [p.name for p in tops.pairs], "flow_apps": tops.apps.tolist(),
+            "flow_keys": tops.keys, "flow_mbps": [None if not np.isfinite(x) else float(x)
+                                                  for x in res["flow_mbps"]],
+            "meters": [{"flow": m["flow"], "rate_bps": m["rate_bps"]}
+                       for m in res.get("meters", [])],
+            "classes": res.get("last_classes"),
+            # the controller's strict-priority assignments at the window's end
+            "class_assignments": [{"port": c["port"], "flow": c["flow"], "cls": c["cls"]}
+                                  for c in res.get("classes", [])],
+            **per_app,
+        }
+        times = np.array([t for t, _ in samples])
+        rates = np.zeros((len(samples), len(fm.flows)))
+        for k, (_, x) in enumerate(samples):
+            np.add.at(rates[k], to_model, np.asarray(x, float) / 1e6)
+        return RunRecord(row, times, [f.id for f in fm.flows], rates, fm.external,
+                         [int(lk) for lk in links])

@@ -9,6 +9,11 @@ classes, lowest first (000: 98, 99, 99, 98 % at α = 0.25, 0.5, 0.75, 1).
 ``hierarchical`` adds App-aware's meters (000 Algorithm 1) inside each application's
 share, which moves bandwidth between an application's own flows, never between
 applications.
+
+On Storm (``--backend storm``, spec ``appfair-storm``) three of the applications (1, 2
+and 4 flows) run as Kafka-fed topologies, a fresh set every window, one manager loop over
+all their flows; each repetition runs tcp, App-Fair and hierarchical next to each other
+(order alternating), and the per-application figures are also paired within it.
 """
 
 from __future__ import annotations
@@ -41,8 +46,10 @@ from streamband.report.paper import add_vs_paper
 
 NAME = "appfair"
 TITLE = "000 §VII: App-Fair between applications, and App-aware inside it"
-BACKENDS = ("sim", "testbed")
+BACKENDS = ("sim", "testbed", "storm")
 SPEC = "appfair"
+#: the Storm bench's spec: three topologies with 1, 2 and 4 flows (its notes say why)
+STORM_SPEC = "appfair-storm"
 ALPHAS = (0.25, 0.5, 0.75, 1.0)
 #: the α of the hierarchical run (and of the App-Fair run it is compared with)
 HIER_ALPHA = 0.5
@@ -56,6 +63,10 @@ MIN_GAIN = 0.10
 #: testbed: each run holds the first schedule (made before anything moved: its interval
 #: is the warm-up) and 20 more, four turns of the five applications, and half a Δt
 TESTBED_SECONDS = 215.0
+#: Storm: each window measures 12 schedules of Δt = 10 s, four turns of the classes through
+#: the three applications, after a warm-up of 3 Δt under the window's policy (the window
+#: starts at a regrouping, and the producer's first records are through the topologies)
+STORM_SECONDS, STORM_WARMUP_S = 120.0, 30.0
 
 LEGEND = {
     "Jain spread": "min-max of Jain's index over the repetitions",
@@ -82,6 +93,18 @@ def testbed_why(seconds: float, dt: float, n_apps: int) -> str:
             "of a turn, the applications that got one slot more would count as unfairness "
             "that a longer run averages away)")
 
+
+def storm_why(seconds: float, dt: float, n_apps: int) -> str:
+    """What a Storm window measures, and why it is shorter than 000's 10 minutes."""
+    schedules = max(int(seconds // dt), 0)
+    return (f"each window lasts {seconds:g} s instead of 000's 10 minutes: every window is a "
+            f"fresh set of {n_apps} topologies on fresh topics (nothing inherited from the "
+            "window before), which takes a minute or two to place on 2 cores; "
+            f"{seconds:g} s measure {schedules} schedules of Δt = {dt:g} s, "
+            f"{schedules / n_apps:g} turn(s) of App-Fair's classes through the {n_apps} "
+            "applications")
+
+
 def _with(spec: ExperimentSpec, label: str, policy: str, alpha: float) -> ExperimentSpec:
     data = spec.model_dump(mode="json", exclude_unset=True)
     data.update(experiment=f"appfair {label}", policies=[policy],
@@ -97,6 +120,31 @@ def specs(opts: Options) -> list[ExperimentSpec]:
     out += [_with(base, f"{under} α={a:g}", under, a) for a in ALPHAS]
     out.append(_with(base, f"hierarchical α={HIER_ALPHA:g}", "hierarchical", HIER_ALPHA))
     return out
+
+
+def storm_specs(opts: Options) -> list[ExperimentSpec]:
+    """The Storm bench's runs as ``specs`` names them (tcp, the policy under test and
+    hierarchical, at α = 0.5), on :data:`STORM_SPEC`: the simulator's runs beside Storm's."""
+    base = load_spec(STORM_SPEC)
+    under = opts.policy or "appfair"
+    return [_with(base, "tcp", "tcp", HIER_ALPHA),
+            _with(base, f"{under} α={HIER_ALPHA:g}", under, HIER_ALPHA),
+            _with(base, f"hierarchical α={HIER_ALPHA:g}", "hierarchical", HIER_ALPHA)]
+
+
+def storm_spec(opts: Options) -> ExperimentSpec:
+    """The Storm bench's one spec: tcp, the policy under test and hierarchical at α = 0.5
+    on one case, so that each repetition runs the three next to each other (the order
+    alternating, :func:`~streamband.experiments.runner.execute`)."""
+    data = load_spec(STORM_SPEC).model_dump(mode="json", exclude_unset=True)
+    data.update(policies=["tcp", opts.policy or "appfair", "hierarchical"],
+                appfair={**data.get("appfair", {}), "alpha": HIER_ALPHA})
+    return parse_spec(data, f"{STORM_SPEC} (bench appfair)")
+
+
+def label_of(policy: str) -> str:
+    """A run's label as :func:`specs` names it: ``tcp``, or the policy at α = 0.5."""
+    return "tcp" if policy == "tcp" else f"{policy} α={HIER_ALPHA:g}"
 
 
 def _label(r: dict) -> str:
@@ -151,6 +199,57 @@ def per_app_tps(rows: Sequence[dict], policy: str = "appfair") -> dict[str, Any]
             "data": data, "gain_pct": gain}
 
 
+def paired(rows: Sequence[dict], policy: str = "appfair") -> dict[str, Any]:
+    """Per repetition (``repeat``; its runs ran next to each other), hierarchical's
+    tuples/s against plain App-Fair's per application (%), and Jain's index of App-Fair
+    and of hierarchical less tcp's: every repetition's value, the median and the spread,
+    as data (``gain_pct``, ``jain_delta``) and as a table.
+
+    Examples
+    --------
+    >>> def row(rep, label, jain, tps):
+    ...     return {"repeat": rep, "experiment": f"appfair {label}", "jain": jain,
+    ...             "apps": {"a": {"throughput_tps": tps}}}
+    >>> rows = [row(0, "tcp", 0.8, 10.0), row(0, "appfair α=0.5", 0.99, 10.0),
+    ...         row(0, "hierarchical α=0.5", 0.98, 12.0), row(1, "hierarchical α=0.5", 0.97,
+    ...         9.9), row(1, "appfair α=0.5", 0.96, 11.0), row(1, "tcp", 0.7, 9.0)]
+    >>> p = paired(rows)
+    >>> [round(g, 1) for g in p["gain_pct"]["a"]], round(p["jain_delta"]["appfair α=0.5"][1], 2)
+    ([20.0, -10.0], 0.26)
+    """
+    plain, hier = label_of(policy), label_of("hierarchical")
+    by: dict[Any, dict[str, dict]] = {}
+    for r in rows:
+        by.setdefault(r.get("repeat", 0), {})[_label(r)] = r
+    names = list(rows[0]["apps"]) if rows else []
+    gain: dict[str, list[float]] = {n: [] for n in names}
+    delta: dict[str, list[float]] = {plain: [], hier: []}
+    for runs in by.values():
+        if plain in runs and hier in runs:
+            for n in names:
+                base = float(runs[plain]["apps"][n]["throughput_tps"])
+                if base > 0:
+                    gain[n].append(100.0 * (float(runs[hier]["apps"][n]["throughput_tps"])
+                                            / base - 1.0))
+        for lab in (plain, hier):
+            if lab in runs and "tcp" in runs:
+                delta[lab].append(float(runs[lab]["jain"]) - float(runs["tcp"]["jain"]))
+
+    def cell(vals: list[float], fmt: str) -> str:
+        if not vals:
+            return "-"
+        return (format(median(vals), fmt) + (f" ({format(min(vals), fmt)} to "
+                                             f"{format(max(vals), fmt)})" if len(vals) > 1
+                                             else ""))
+
+    table = [*[[f"{n}: {hier} tuples/s vs {plain}'s, %", cell(gain[n], "+.1f")]
+               for n in names],
+             *[[f"{lab}: Jain's index - tcp's", cell(delta[lab], "+.3f")]
+               for lab in (plain, hier)]]
+    return {"header": ["paired within a repetition", "median (min to max)"], "rows": table,
+            "gain_pct": gain, "jain_delta": delta}
+
+
 def _show_per_app(per_app: dict[str, Any], console: Console) -> None:
     t = Table(title="each application's tuples/s, median (min-max) over the repetitions")
     for h in per_app["header"]:
@@ -168,9 +267,13 @@ def _report_per_app(report: Report, per_app: dict[str, Any]) -> None:
         "repeats": "repetitions of the run"})
 
 
-def compare(rows: Sequence[dict], policy: str = "appfair") -> Comparison:
+def compare(rows: Sequence[dict], policy: str = "appfair", pair: bool = False) -> Comparison:
     """000 §VII: Jain's index per run beside the paper's, each application's Mbit/s;
-    the checks of App-Fair (and of the policy in its place) and of hierarchical."""
+    the checks of App-Fair (and of the policy in its place) and of hierarchical, which
+    with ``pair`` (runs of one repetition next to each other, Storm) judges each
+    application's median paired ratio (:func:`paired`) rather than the ratio of its
+    medians; and that the manager loop ran without an error (a loop whose steps raise
+    leaves plain TCP behind, which would be judged as if the policy had run)."""
     runs = _runs(rows)
     names = list(rows[0]["apps"]) if rows else []
     table, checks, flagged = [], [], []
@@ -207,7 +310,11 @@ def compare(rows: Sequence[dict], policy: str = "appfair") -> Comparison:
                             jain >= MIN_JAIN))
         ratio = {n: _med(runs[hier], "apps", n, "throughput_tps")
                  / _med(runs[plain], "apps", n, "throughput_tps") for n in names}
-        shown = ", ".join(f"{n} {100 * (v - 1):+.1f} %" for n, v in ratio.items())
+        if pair:  # the median of each repetition's ratio (NaN: no repetition had both)
+            gains = paired(rows, policy)["gain_pct"]
+            ratio = {n: 1.0 + median(g) / 100.0 if g else math.nan for n, g in gains.items()}
+        shown = ", ".join(f"{n} {100 * (v - 1):+.1f} %" for n, v in ratio.items()) + (
+            " (median paired)" if pair else "")
         checks.append(Check(f"{hier}: every application's tuples/s >= {plain}'s - "
                             f"{100 * WITHIN:g} %", shown,
                             all(v >= 1.0 - WITHIN for v in ratio.values())))
@@ -233,10 +340,11 @@ def _annotate(done: list[Done]) -> None:
             r["alpha"] = d.spec.appfair.alpha
 
 
-def _one(done: list[Done], opts: Options) -> list[Done]:
-    """Every run under the shipped spec, each row's policy named by its run (``appfair
-    α=0.25``), so that the tables and plots of the runs hold them all side by side."""
-    spec = with_options(load_spec(SPEC), Options(seconds=opts.seconds, policy=opts.policy))
+def _one(done: list[Done], opts: Options, name: str = SPEC) -> list[Done]:
+    """Every run under the shipped spec ``name``, each row's policy named by its run
+    (``appfair α=0.25``), so that the tables and plots of the runs hold them all side by
+    side."""
+    spec = with_options(load_spec(name), Options(seconds=opts.seconds, policy=opts.policy))
     recs = [replace(rec, row={**rec.row, "policy": _label(rec.row)})
             for d in done for rec in d.records]
     return [Done(spec, done[0].cases, recs)]
@@ -259,6 +367,8 @@ def run(out: Path, opts: Options, console: Console) -> Outcome:
                        extra={"per_app_tps": per_app},
                        figures=lambda rep: (_report_per_app(rep, per_app),
                                             _figures(rep, cmp, sim, None)))
+    if opts.backend == "storm":
+        return run_storm(out, opts, console, intro)
     seconds = opts.seconds or TESTBED_SECONDS
     dt = sim_specs[0].sim.interval_s
     out.mkdir(parents=True, exist_ok=True)  # the testbed's logs go there
@@ -284,6 +394,77 @@ def run(out: Path, opts: Options, console: Console) -> Outcome:
                                         _figures(rep, cmp, done, sim)))
 
 
+def by_label(done: list[Done], opts: Options) -> list[Done]:
+    """The Storm bench's runs of its one spec (:func:`storm_spec`) as :func:`storm_specs`
+    names them: a row's ``experiment`` says its run (``appfair tcp``, ``appfair hierarchical
+    α=0.5``) and its ``alpha``; one :class:`Done` per run with every repetition's record."""
+    out: dict[str, Done] = {}
+    specs = {s.experiment: s for s in storm_specs(opts)}
+    for d in done:
+        for rec in d.records:
+            label = label_of(rec.row["policy"])
+            rec.row.update(experiment=f"appfair {label}", alpha=HIER_ALPHA)
+            out.setdefault(label, Done(specs[f"appfair {label}"], d.cases)).records.append(rec)
+    return list(out.values())
+
+
+def run_storm(out: Path, opts: Options, console: Console, intro: list[str]) -> Outcome:
+    """000 §VII on Storm (:data:`STORM_SPEC`): tcp, App-Fair and hierarchical at α = 0.5,
+    every window on fresh Kafka-fed topologies, each repetition's three windows next to
+    each other; the simulator's runs of the same spec beside them."""
+    policy = opts.policy or "appfair"
+    sim = execute(storm_specs(Options(policy=opts.policy)), backend("sim").Runner(), console)
+    _annotate(sim)
+    sim_rows = [r for d in sim for r in d.rows]
+    seconds = opts.seconds or STORM_SECONDS
+    spec = storm_spec(opts)
+    dt = spec.sim.interval_s
+    out.mkdir(parents=True, exist_ok=True)  # the testbed's and the cluster's logs go there
+    runner = backend("storm").Runner(out, seconds=seconds, warmup_s=STORM_WARMUP_S,
+                                     **{"source": "kafka", **opts.engine()})
+    done = by_label(execute([spec], runner, console, repeat=opts.repeat), opts)
+    rows = [r for d in done for r in d.rows]
+    cmp, sim_cmp = compare(rows, policy, pair=True), compare(sim_rows, policy)
+    _side_by_side(cmp, sim_cmp)
+    cmp.title = "against the paper (Storm, with the simulator beside it)"
+    cmp.legend["sim Jain"] = "the simulator's index for the same spec (10-minute run)"
+    per_app, sim_per_app = per_app_tps(rows, policy), per_app_tps(sim_rows, policy)
+    pairs = paired(rows, policy)
+    _show_per_app(per_app, console)
+    _show_paired(pairs, console)
+    intro.append(f"Storm: {len(spec.app_names)} Kafka-fed topologies ({', '.join(spec.app_names)}"
+                 f"; {STORM_SPEC}'s notes say why these sizes) on the testbed's hosts, one "
+                 "manager loop over all their flows, their classes set on the switch's egress "
+                 f"ports every Δt = {dt:g} s ({opts.repeat} repetition(s): median, spread, and "
+                 "paired within a repetition). " + storm_why(seconds, dt, len(spec.app_names))
+                 + ". The simulator's 10-minute runs of the same spec are beside it.")
+    return publish(out, f"{TITLE}, Storm", _one(done, opts, STORM_SPEC), cmp, console, intro,
+                   extra={"sim_runs": sim_rows, "sim_comparison": sim_cmp.as_json(),
+                          "per_app_tps": per_app, "sim_per_app_tps": sim_per_app,
+                          "paired": pairs},
+                   figures=lambda rep: (_report_per_app(rep, per_app),
+                                        _report_paired(rep, pairs),
+                                        _figures(rep, cmp, done, sim, "storm")))
+
+
+def _show_paired(pairs: dict[str, Any], console: Console) -> None:
+    t = Table(title="paired within each repetition: median (min to max)")
+    for h in pairs["header"]:
+        t.add_column(h, justify="right")
+    for r in pairs["rows"]:
+        t.add_row(*(str(v) for v in r))
+    console.print(t)
+
+
+def _report_paired(report: Report, pairs: dict[str, Any]) -> None:
+    report.heading("Paired within each repetition")
+    report.table(pairs["header"], pairs["rows"], legend={
+        "paired within a repetition": "each repetition's window against the window of the "
+                                      "same repetition named (they ran next to each other, "
+                                      "each on fresh topologies)",
+        "median (min to max)": "over the repetitions"})
+
+
 def _side_by_side(cmp: Comparison, sim: Comparison) -> None:
     """Put the simulator's Jain beside the testbed's in every row."""
     h = cmp.header.index("Jain")
@@ -295,8 +476,8 @@ def _side_by_side(cmp: Comparison, sim: Comparison) -> None:
     cmp.legend["sim Jain"] = "the simulator's index for the same spec (10-minute run)"
 
 
-def _figures(report: Report, cmp: Comparison, done: list[Done], sim: list[Done] | None
-             ) -> None:
+def _figures(report: Report, cmp: Comparison, done: list[Done], sim: list[Done] | None,
+             real: str = "testbed") -> None:
     h = cmp.header.index
     rows = [r for r in cmp.rows if not math.isnan(r[h("paper Jain")])]
     extra = {"simulator": [r[h("sim Jain")] for r in rows]} if sim is not None else None
@@ -304,7 +485,7 @@ def _figures(report: Report, cmp: Comparison, done: list[Done], sim: list[Done] 
                  [r[h("Jain")] for r in rows], [r[h("paper Jain")] for r in rows],
                  "Jain's index over the applications", [r[h("2x off")] == "yes" for r in rows],
                  extra=extra)
-    for which, runs in (("testbed" if sim is not None else "simulator", done),
+    for which, runs in ((real if sim is not None else "simulator", done),
                         *((("simulator", sim),) if sim is not None else ())):
         first = {d.spec.experiment.removeprefix("appfair "): d.records[0] for d in runs
                  if d.records}

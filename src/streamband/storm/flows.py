@@ -92,12 +92,29 @@ def worker_port(pid: int) -> int | None:
 
 
 def connection(pair: WorkerPair, sockets: list[TcpSocket]) -> TcpSocket | None:
-    """The sender-side socket of ``pair`` among its host's sockets."""
+    """The sender-side socket of ``pair`` among its host's sockets: to the receiving
+    worker's slot, held by the sending worker, from the sending host's address (on
+    loopback, 127.0.0.1: a connection to another 127/8 address leaves from it whatever
+    address the worker's supervisor has)."""
     for s in sockets:
-        if (s.src_ip, s.dst_ip, s.dst_port) == (pair.src.host, pair.dst.host, pair.dst.port) \
+        if (s.dst_ip, s.dst_port) == (pair.dst.host, pair.dst.port) \
+                and _from(s.src_ip, pair.src.host) \
                 and any(worker_port(p) == pair.src.port for p in s.pids):
             return s
     return None
+
+
+def _from(src_ip: str, host: str) -> bool:
+    """Whether a socket bound to ``src_ip`` leaves from ``host``.
+
+    Examples
+    --------
+    >>> _from("10.0.0.2", "10.0.0.2"), _from("127.0.0.1", "127.0.0.3")
+    (True, True)
+    >>> _from("10.0.0.1", "10.0.0.2")
+    False
+    """
+    return src_ip == host or (src_ip == "127.0.0.1" and host.startswith("127."))
 
 
 def flow_key(pair: WorkerPair, sockets: list[TcpSocket]) -> dict[str, Any] | None:
@@ -107,8 +124,8 @@ def flow_key(pair: WorkerPair, sockets: list[TcpSocket]) -> dict[str, Any] | Non
     key: dict[str, Any] = {"src_ip": pair.src.host, "dst_ip": pair.dst.host, "proto": "tcp",
                            "dst_port": pair.dst.port}
     mine = connection(pair, sockets)
-    shared = [s for s in sockets if (s.src_ip, s.dst_ip, s.dst_port) ==
-              (pair.src.host, pair.dst.host, pair.dst.port) and s is not mine]
+    shared = [s for s in sockets if (s.dst_ip, s.dst_port) == (pair.dst.host, pair.dst.port)
+              and _from(s.src_ip, pair.src.host) and s is not mine]
     if shared and mine is not None:
         key["src_port"] = mine.src_port
     return key

@@ -108,6 +108,8 @@ class ManagedTopology:
         while time.monotonic() < deadline:
             reps = worker_reports(read_snapshot(self.cluster.work / "profile.json"),
                                   self.info["id"]).values()
+            # a spout task reports its gauge from its open() on, with no partition before
+            # its first record (fresh topics: none before the producer starts)
             seen = sum(len(r.get("sources") or {}) for r in reps)
             if seen >= tasks:
                 return
@@ -157,14 +159,7 @@ class ManagedTopology:
                           weights=np.array(self.bytes),
                           guard=HarmGuard() if guard and policy not in ("tcp", "observe")
                           else None)
-        enforcer.enforce(np.full(len(self.pairs), np.inf))
-        time.sleep(2.0)  # the counting rules' first polls
-        linkstats.allocatable()
-        loop = LiveLoop(manager, log=log)
-        if on_step is not None:
-            loop.on_step = lambda: on_step(linkstats)
-        profiler.flow_state()  # the first interval starts with the loop, not at set-up
-        loop.start()
+        loop = start_loop(manager, log, on_step)
         time.sleep(warmup_s)
         ports0 = {p["name"]: p for p in client.ports(fresh=True)}
         before, src0 = self.totals(), self.sources()
@@ -216,6 +211,24 @@ class ManagedTopology:
                              if manager.guard is not None and manager.guard.decisions else None),
             "sources_start": src0, "sources_end": src1, "stores": stores,
         }
+
+
+def start_loop(manager: Manager, log: Path | None = None,
+               on_step: Callable[[ControllerLinkStats], None] | None = None) -> LiveLoop:
+    """Starts the live loop of ``manager`` on a window's flows: their counting rules first
+    (every flow uncapped), the link statistics' first poll, the profiler's baseline, so
+    that the loop's first interval starts with it; ``on_step`` gets the link statistics
+    after every step."""
+    manager.enforcer.enforce(np.full(manager.routing.shape[0], np.inf))
+    time.sleep(2.0)  # the counting rules' first polls
+    linkstats = manager.linkstats
+    linkstats.allocatable()
+    loop = LiveLoop(manager, log=log)
+    if on_step is not None:
+        loop.on_step = lambda: on_step(linkstats)  # type: ignore[arg-type]
+    manager.profiler.flow_state()  # the first interval starts with the loop, not at set-up
+    loop.start()
+    return loop
 
 
 def _states(log: Path) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from streamband.errors import SpecError
 from streamband.model.app import App
 from streamband.model.spec import load_spec
 
@@ -106,6 +107,88 @@ WORKLOADS: dict[str, Workload] = {
          "dashboard": "score"}, _trucking_iot,
         kafka_spouts={"trucks": "trucks", "traffic": "traffic"}),
 }
+
+
+#: the fan-in's join store bound, MB: a window's imbalance between a join's inputs fits in it
+#: (bench appfair's largest, app4 under TCP: its 4-KB inputs 2 x 350 KB/s ahead, 26 MB in 75 s)
+FAN_IN_STORE_MB = 64
+
+
+def fan_in(app: App) -> Workload:
+    """The Storm topology of a fan-in application (``FanIn`` in ``storm/``): sources that
+    each feed one operator, a join of mode ``all`` (one tuple of every input per record
+    number) or, for a single source, a sink; 000 §VII's competing applications (the
+    ``appfair`` specs). Kafka-fed only: each source is a topic of its own (the source's
+    rate, its edge's tuple size), read by a spout of the source's name. The join counts
+    what it completes (it reports as the topology's sink), so the topology's flows are
+    exactly the spec's source -> join edges.
+
+    Raises
+    ------
+    SpecError
+        If ``app`` is not a fan-in, or its join's sources emit at different rates (the
+        join completes a record number once every input has delivered it).
+
+    Examples
+    --------
+    >>> from streamband.model.spec import load_spec
+    >>> app2 = load_spec("appfair").apps[1]
+    >>> w = fan_in(app2)
+    >>> w.main, w.kafka_spouts
+    ('streamband.storm.topo.FanIn', {'a': 'a', 'b': 'b'})
+    >>> w.settings(app2)["bench.fanin.sources"], w.settings(app2)["bench.fanin.join"]
+    (['a', 'b'], 'join')
+    """
+    sources = [o for o in app.operators if o.kind == "source"]
+    rest = [o for o in app.operators if o.kind != "source"]
+    where = f"app {app.name!r}"
+    if len(rest) != 1 or rest[0].kind not in ("join", "sink"):
+        raise SpecError(f"{where}: a fan-in runs sources into one join or sink, got operators "
+                        f"{', '.join(f'{o.name} ({o.kind})' for o in rest) or 'none'} besides "
+                        "the sources")
+    end = rest[0]
+    if end.kind == "join" and end.join_mode != "all":
+        raise SpecError(f"{where}: operator {end.name}: the fan-in's join takes one tuple of "
+                        f"every input (join_mode all), got {end.join_mode!r}")
+    if any(e.dst != end.name or e.src == end.name for e in app.edges) or \
+            len(app.edges) != len(sources):
+        raise SpecError(f"{where}: a fan-in has one edge from each source to {end.name}")
+    rates = {float(o.rate_tps or 0.0) for o in sources}
+    if end.kind == "join" and len(rates) > 1:
+        raise SpecError(f"{where}: the join's sources emit {sorted(rates)} tuples/s; the join "
+                        "completes a record number once every input has delivered it, so "
+                        "they must emit at one rate")
+    names = [o.name for o in app.operators]
+
+    def settings(a: App) -> dict[str, Any]:
+        conf: dict[str, Any] = {"bench.fanin.sources": [o.name for o in sources],
+                                **_parallelism(a, {n: n for n in names})}
+        if end.kind == "join":
+            conf.update({"bench.fanin.join": end.name, "bench.store.max.mb": FAN_IN_STORE_MB})
+        else:
+            conf["bench.fanin.sink"] = end.name
+        return conf
+
+    return Workload("streamband.storm.topo.FanIn", {n: n for n in names}, settings,
+                    kafka_spouts={o.name: o.name for o in sources})
+
+
+def workload(app: App) -> Workload:
+    """The topology that runs ``app``: the benchmark of its name (:data:`WORKLOADS`), else
+    a fan-in built from its shape (:func:`fan_in`).
+
+    Raises
+    ------
+    SpecError
+        If neither runs it.
+    """
+    if app.name in WORKLOADS:
+        return WORKLOADS[app.name]
+    try:
+        return fan_in(app)
+    except SpecError as err:
+        raise SpecError(f"{err}; the storm backend runs {', '.join(WORKLOADS)} and fan-in "
+                        "applications") from None
 
 
 def scale_tuples(app: App, scale: float) -> App:

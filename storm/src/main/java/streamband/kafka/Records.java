@@ -34,6 +34,20 @@ public final class Records {
         return b;
     }
 
+    /**
+     * A payload of {@code n} bytes that compresses: one random block of 64 bytes, repeated
+     * (a compressed topic then costs its consumers a small fraction of the bytes; no layer
+     * of Storm or the network compresses, so the tuples carry all {@code n}).
+     */
+    public static byte[] compressible(int n, long seed) {
+        byte[] block = payload(64, seed);
+        byte[] b = new byte[Math.max(n, 0)];
+        for (int i = 0; i < b.length; i++) {
+            b[i] = block[i % block.length];
+        }
+        return b;
+    }
+
     /** Word sampler: the frequency list {@code bench.words}, a Zipf tail beyond it. */
     public static final class Words {
         final String[] words;

@@ -27,13 +27,19 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * payload; Trucking IoT's trucks and traffic), {@code tweet} (value: a tweet's text of {@code
  * Records.Tweets}, a zero byte, then payload up to BYTES; Trending Topics) or {@code id} (key:
  * the record's number; value: BYTES of payload; 001's fork-join). CONF holds the {@code
- * bench.*} settings the topology gets. SECONDS 0: until killed.
+ * bench.*} settings the topology gets; with {@code bench.kafka.compression} the records are
+ * compressed in Kafka (their payloads made to compress), so that the consumers' fetches take a
+ * fraction of the bytes their tuples carry on. SECONDS 0: until killed.
  *
  * <p>Prints one JSON line a second, {@code {"t": s, "topics": {T: {"due", "sent", "acked",
  * "failed", "bytes"}}}} (records due by the pace, handed to the producer, acknowledged by the
  * broker, failed; value bytes acknowledged), and a last one with {@code "done": true}.
  */
 public final class Replay {
+    /** Setting: the producer's {@code compression.type} ({@code none}, the default, or e.g. {@code
+     * lz4}); compressed, the records' payloads are ones that compress. */
+    public static final String COMPRESSION = "bench.kafka.compression";
+
     private Replay() {
     }
 
@@ -52,7 +58,7 @@ public final class Replay {
         final AtomicLong failed = new AtomicLong();
         final AtomicLong ackedBytes = new AtomicLong();
 
-        Source(String spec, Map<String, Object> conf, long seed, long start) {
+        Source(String spec, Map<String, Object> conf, long seed, long start, boolean compressed) {
             int eq = spec.indexOf('=');
             String[] p = spec.substring(eq + 1).split(":");
             if (eq <= 0 || p.length != 3) {
@@ -66,7 +72,7 @@ public final class Replay {
                 throw new IllegalArgumentException("expected KIND event|tweet|id, RATE > 0, BYTES >= 0, got " + spec);
             }
             rnd = new Random(seed);
-            pad = Records.payload(bytes, seed);
+            pad = compressed ? Records.compressible(bytes, seed) : Records.payload(bytes, seed);
             routes = (int) Records.num(conf, "bench.routes", 50);
             tweets = kind.equals("tweet") ? new Records.Tweets(conf, seed, start) : null;
         }
@@ -97,9 +103,10 @@ public final class Replay {
         Map<String, Object> conf = args[2].isEmpty() ? new HashMap<>()
             : new ObjectMapper().readValue(new File(args[2]), Map.class);
         long start = System.currentTimeMillis();
+        String compression = String.valueOf(conf.getOrDefault(COMPRESSION, "none"));
         List<Source> sources = new ArrayList<>();
         for (int i = 3; i < args.length; i++) {
-            sources.add(new Source(args[i], conf, 1000L + i, start));
+            sources.add(new Source(args[i], conf, 1000L + i, start, !compression.equals("none")));
         }
         Properties props = new Properties();
         props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]);
@@ -108,9 +115,12 @@ public final class Replay {
         props.put(ProducerConfig.LINGER_MS_CONFIG, "5");
         props.put(ProducerConfig.BATCH_SIZE_CONFIG, Integer.toString(256 << 10));
         props.put(ProducerConfig.CLIENT_ID_CONFIG, "streamband-replay");
+        props.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, compression);
         ObjectMapper json = new ObjectMapper();
         try (KafkaProducer<String, byte[]> producer = new KafkaProducer<>(props)) {
             long t0 = System.nanoTime();
+            // stamped from when the pace starts: the producer's set-up is no part of a record's latency
+            long epoch = System.currentTimeMillis();
             long nextReport = t0 + 1_000_000_000L;
             while (true) {
                 long now = System.nanoTime();
@@ -120,7 +130,7 @@ public final class Replay {
                 for (Source s : sources) {
                     long due = (long) Math.floor(s.rate * until);
                     while (s.sent < due) {
-                        long ts = start + (long) (1000.0 * s.sent / s.rate);
+                        long ts = epoch + (long) (1000.0 * s.sent / s.rate);
                         ProducerRecord<String, byte[]> r = s.record(ts);
                         int size = r.value().length;
                         producer.send(r, (meta, err) -> {

@@ -91,6 +91,13 @@ public final class Bench {
         }
     }
 
+    /** A component's conf with a tick tuple every second (a sink reports while nothing arrives). */
+    public static Map<String, Object> everySecond() {
+        Map<String, Object> c = new HashMap<>();
+        c.put(Config.TOPOLOGY_TICK_TUPLE_FREQ_SECS, 1);
+        return c;
+    }
+
     /** Paces a spout to {@code rate} tuples per second (token bucket, burst of 1 s). */
     public static final class Pace {
         private final double rate;
