@@ -123,7 +123,8 @@ def one_line(err: ValidationError, source: str = "", root: type[BaseModel] | Non
         got = None
     elif e["type"] == "literal_error" and got is not None:
         msg += nearest(str(got), re.findall(r"'([^']*)'", str(e.get("ctx", {}).get("expected"))))
+    text = repr(got) if not isinstance(got, str) else repr(got[:60])
     shown = ("" if isinstance(got, dict | list) or got is None
-             else f" (got {str(got)[:60]!r})" if isinstance(got, str) else f" (got {got!r})")
+             else f" (got {text if len(text) <= 64 else text[:60] + '...'})")
     where = f"{source}: " if source else ""
     return f"{where}{loc + ': ' if loc else ''}{msg}{shown}"

@@ -226,4 +226,5 @@ def with_options(spec: ExperimentSpec, opts: Options, under_test: str = "appawar
     if opts.policy is not None:
         data["policies"] = list(dict.fromkeys(
             opts.policy if p == under_test else p for p in spec.policies))
-    return parse_spec(data, f"{spec.experiment} (with the bench's options)")
+    return parse_spec(data, f"{spec.source or spec.experiment} (with the bench's options)"
+                      ).from_source(spec.source)

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from streamband.backends.base import Case, Runner, RunRecord
+from streamband.errors import SpecError
 from streamband.model.flows import FlowMap
 from streamband.model.placement import (
     explicit,
@@ -37,8 +38,7 @@ def make_placement(spec: ExperimentSpec, topo: Topology, name: str, p: Placement
     SpecError
         ``placements.NAME: ...`` when the strategy cannot place the app there.
     """
-    from streamband.errors import SpecError
-
+    where = f"{spec.source}: " if spec.source else ""
     try:
         if p.strategy == "round_robin":
             return round_robin(spec.app, topo.hosts)
@@ -50,7 +50,7 @@ def make_placement(spec: ExperimentSpec, topo: Topology, name: str, p: Placement
             return joint(spec.app, topo)
         return tuple_size_rule(spec.app, topo)
     except SpecError as err:
-        raise SpecError(f"placements.{name}: {err}") from None
+        raise SpecError(f"{where}placements.{name}: {err}") from None
 
 
 def plan(spec: ExperimentSpec) -> list[Case]:
@@ -59,7 +59,10 @@ def plan(spec: ExperimentSpec) -> list[Case]:
     cases = []
     for net in spec.networks:
         for bw in net.bandwidth_mbps:
-            topo = net.at(bw)
+            try:
+                topo = net.at(bw)
+            except SpecError as err:
+                raise SpecError(f"{spec.source}: {err}" if spec.source else str(err)) from None
             for name, p in spec.placements.items():
                 pl = make_placement(spec, topo, name, p)
                 cases.append(Case(net, bw, name, FlowMap(spec.app, topo, pl)))

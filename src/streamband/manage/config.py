@@ -12,13 +12,14 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from streamband.alloc.registry import POLICIES, policy_entry
 from streamband.errors import SpecError, one_line
 from streamband.loop.manager import FULL_FRAC
 from streamband.loop.openflow import PortRef
-from streamband.model.spec import load_yaml
+from streamband.model.numbers import Numbers
+from streamband.model.source import load_yaml
 from streamband.model.topology import Topology
 
 
@@ -30,7 +31,7 @@ def _address(v: str, what: str) -> str:
     return v
 
 
-class StormEndpoints(BaseModel):
+class StormEndpoints(Numbers):
     """Where the Storm cluster is."""
 
     model_config = ConfigDict(extra="forbid")
@@ -49,7 +50,7 @@ class StormEndpoints(BaseModel):
         return _address(v, "a Storm endpoint")
 
 
-class ControllerEndpoint(BaseModel):
+class ControllerEndpoint(Numbers):
     """The OpenFlow controller's HTTP API (``streamband controller``)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -64,7 +65,7 @@ class ControllerEndpoint(BaseModel):
         return _address(v, "the controller's API")
 
 
-class SwitchConfig(BaseModel):
+class SwitchConfig(Numbers):
     """An OpenFlow switch."""
 
     model_config = ConfigDict(extra="forbid")
@@ -72,7 +73,7 @@ class SwitchConfig(BaseModel):
     dpid: int = Field(ge=1, description="its datapath id")
 
 
-class HostConfig(BaseModel):
+class HostConfig(Numbers):
     """A machine that runs Storm workers, and its link to its switch."""
 
     model_config = ConfigDict(extra="forbid")
@@ -84,7 +85,7 @@ class HostConfig(BaseModel):
                              "Mbit/s, each direction")
 
 
-class TrunkConfig(BaseModel):
+class TrunkConfig(Numbers):
     """A link between two switches (both directions)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -96,7 +97,7 @@ class TrunkConfig(BaseModel):
                         "direction")
 
 
-class NetworkConfig(BaseModel):
+class NetworkConfig(Numbers):
     """The network the cluster's traffic crosses."""
 
     model_config = ConfigDict(extra="forbid")
@@ -105,7 +106,7 @@ class NetworkConfig(BaseModel):
     trunks: list[TrunkConfig] = Field([], description="switch-to-switch links")
 
 
-class TopologyConfig(BaseModel):
+class TopologyConfig(Numbers):
     """A topology to manage (by name; it may be submitted later, killed or rebalanced
     while the manager runs)."""
 
@@ -124,7 +125,7 @@ class TopologyConfig(BaseModel):
         return v
 
 
-class ManagerSettings(BaseModel):
+class ManagerSettings(Numbers):
     """The service itself."""
 
     model_config = ConfigDict(extra="forbid")
@@ -157,7 +158,7 @@ class ManagerSettings(BaseModel):
         return _address(v, "the manager's API")
 
 
-class ClusterConfig(BaseModel):
+class ClusterConfig(Numbers):
     """``streamband manage --config cluster.yaml``: a Storm cluster, an OpenFlow
     controller, the network between them, the topologies to manage, the service."""
 
@@ -188,9 +189,9 @@ def load_config(path: Path) -> ClusterConfig:
         One line: the file, the field, what was expected.
     """
     path = Path(path)
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise SpecError(f"--config: {path}: no such file")
-    data = load_yaml(path, "cluster config")
+    data = load_yaml(path, "cluster config")  # a directory, a FIFO or a link loop: its line
     try:
         cfg = ClusterConfig.model_validate(data)
     except ValidationError as exc:

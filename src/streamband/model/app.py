@@ -18,13 +18,21 @@ from __future__ import annotations
 from typing import Literal
 
 import networkx as nx
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
+
+from streamband.model.numbers import Numbers
+
+#: the largest source rate, tuples/s: a whole cluster's order of magnitude (a spec asking
+#: more runs, and reports throughput nobody can believe)
+MAX_RATE_TPS = 1e9
+#: the largest tuple, bytes (1 GiB: past any engine's message size)
+MAX_TUPLE_BYTES = float(2**30)
 
 OperatorKind = Literal["source", "map", "join", "window", "sink"]
 GroupingKind = Literal["shuffle", "fields", "global", "all", "local_or_shuffle"]
 
 
-class _Strict(BaseModel):
+class _Strict(Numbers):
     model_config = ConfigDict(extra="forbid")
 
 
@@ -42,18 +50,19 @@ class Operator(_Strict):
     name: str = Field(min_length=1, description="the operator's name")
     kind: OperatorKind = Field(description="source, map, join, window or sink")
     parallelism: int = Field(1, ge=1, le=10_000, description="number of instances")
-    rate_tps: float | None = Field(None, gt=0, allow_inf_nan=False,
+    rate_tps: float | None = Field(None, gt=0, le=MAX_RATE_TPS, allow_inf_nan=False,
                                    description="source: tuples/s emitted by all its instances")
-    selectivity: float = Field(1.0, ge=0, allow_inf_nan=False,
+    selectivity: float = Field(1.0, ge=0, le=10_000, allow_inf_nan=False,
                                description="map: output tuples per input tuple")
     join_mode: Literal["all", "latest"] = Field(
         "all", description="join: 'all' (one tuple of every input) or 'latest' (each primary "
         "tuple with the latest record of the others)")
     primary: str | None = Field(None, description="latest-mode join: the primary input operator")
-    window_s: float | None = Field(None, gt=0, allow_inf_nan=False,
+    window_s: float | None = Field(None, gt=0, le=86_400, allow_inf_nan=False,
                                    description="time window: seconds of event time per firing")
-    window_count: int | None = Field(None, ge=1, description="count window: arrivals per firing")
-    emit: int = Field(1, ge=1, description="window: tuples emitted per firing")
+    window_count: int | None = Field(None, ge=1, le=10**9,
+                                     description="count window: arrivals per firing")
+    emit: int = Field(1, ge=1, le=10**6, description="window: tuples emitted per firing")
 
     @model_validator(mode="after")
     def _kind_fields(self) -> Operator:
@@ -71,7 +80,8 @@ class Edge(_Strict):
     dst: str = Field(description="the receiving operator")
     grouping: GroupingKind = Field("shuffle", description="shuffle, fields, global, all or "
                                    "local_or_shuffle (000 §II-A3)")
-    tuple_bytes: float = Field(gt=0, allow_inf_nan=False, description="bytes per tuple")
+    tuple_bytes: float = Field(gt=0, le=MAX_TUPLE_BYTES, allow_inf_nan=False,
+                               description="bytes per tuple")
     keys: KeyDistribution | None = Field(None, description="fields grouping: the key "
                                          "distribution (default uniform)")
 

@@ -18,10 +18,15 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ConfigDict, Field, ValidationError, model_validator
 
 from streamband.errors import SpecError, nearest, one_line
 from streamband.model import topology as mt
+from streamband.model.numbers import Numbers
+from streamband.model.source import StrictLoader
+
+#: the fastest link a spec may name, Mbit/s (10 Tbit/s, past any link built)
+MAX_LINK_MBPS = 1e7
 
 TopologyKind = Literal["star", "two_tier", "fat_tree", "leaf_spine", "big_switch"]
 KINDS: tuple[str, ...] = ("star", "two_tier", "fat_tree", "leaf_spine", "big_switch")
@@ -35,7 +40,7 @@ SHAPE: dict[str, tuple[str, ...]] = {
 }
 
 
-class NetworkSpec(BaseModel):
+class NetworkSpec(Numbers):
     """A network: its topology, shape and link capacities.
 
     Parameters
@@ -91,9 +96,9 @@ class NetworkSpec(BaseModel):
     leaves: int = Field(2, ge=1, le=1024, description="leaf_spine: leaves")
     spines: int = Field(2, ge=1, le=1024, description="leaf_spine: spines")
     hosts_per_leaf: int = Field(2, ge=1, le=1024, description="leaf_spine: hosts per leaf")
-    link_mbps: float = Field(1000.0, gt=0, allow_inf_nan=False,
+    link_mbps: float = Field(1000.0, gt=0, le=MAX_LINK_MBPS, allow_inf_nan=False,
                              description="host link capacity, Mbit/s")
-    internal_mbps: float | None = Field(None, gt=0, allow_inf_nan=False,
+    internal_mbps: float | None = Field(None, gt=0, le=MAX_LINK_MBPS, allow_inf_nan=False,
                                         description="switch-to-switch link capacity, Mbit/s "
                                         "(default: link_mbps)")
 
@@ -155,8 +160,9 @@ class NetworkSpec(BaseModel):
 
 
 def _scalar(text: str) -> Any:
+    """A short form's value as a spec file's would read (``yes`` and ``0x10`` stay text)."""
     try:
-        return yaml.safe_load(text)
+        return StrictLoader.scalar(text)
     except yaml.YAMLError:
         return text
 

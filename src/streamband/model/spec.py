@@ -12,23 +12,22 @@ models by ``python -m streamband.experiments.schema``).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from streamband.errors import SpecError, nearest, one_line
 from streamband.model.app import App
 from streamband.model.apps import SEP, app_of, merge
-from streamband.model.network import NetworkSpec
+from streamband.model.network import MAX_LINK_MBPS, NetworkSpec
+from streamband.model.numbers import Numbers
+from streamband.model.source import load_yaml
 from streamband.model.topology import Topology
 
-#: spec files larger than this are refused (a spec is a page of YAML)
-MAX_SPEC_BYTES = 1 << 20
 
-
-class _Strict(BaseModel):
+class _Strict(Numbers):
     model_config = ConfigDict(extra="forbid")
 
 
@@ -50,9 +49,9 @@ class NetworkSweep(NetworkSpec):
     @model_validator(mode="after")
     def _sweep(self) -> NetworkSweep:
         for i, bw in enumerate(self.bandwidth_mbps):
-            if not 0 < bw < float("inf"):
+            if not 0 < bw <= MAX_LINK_MBPS:
                 raise ValueError(f"bandwidth_mbps[{i}]: expected a positive, finite capacity "
-                                 f"in Mbit/s, got {bw}")
+                                 f"of at most {MAX_LINK_MBPS:g} Mbit/s, got {bw:g}")
         swept = "link_mbps" if self.throttle == "host" else "internal_mbps"
         if swept in self.model_fields_set:
             raise ValueError(f"{swept}: set by bandwidth_mbps when throttle is "
@@ -99,7 +98,7 @@ class SimSpec(_Strict):
                             description="5-metric tuple sampling period, s")
     warmup_s: float = Field(10.0, ge=0, allow_inf_nan=False,
                             description="excluded from throughput and latency, s")
-    buffer_tuples: float | None = Field(None, gt=0, allow_inf_nan=False,
+    buffer_tuples: float | None = Field(None, gt=0, le=1e12, allow_inf_nan=False,
                                         description="bound of every queue, tuples; none: unbounded")
     backpressure: tuple[float, float] | None = Field(
         None, description="(high, low) watermarks in tuples: Storm 1.x topology-wide "
@@ -125,9 +124,9 @@ class SimSpec(_Strict):
                              f"most 10^7 (duration_s / step_s)")
         if self.backpressure is not None:
             high, low = self.backpressure
-            if not 0 <= low < high:
-                raise ValueError(f"backpressure: expected (high, low) with 0 <= low < high, "
-                                 f"got ({high:g}, {low:g})")
+            if not 0 <= low < high <= 1e12:
+                raise ValueError(f"backpressure: expected (high, low) with 0 <= low < high "
+                                 f"<= 1e12 tuples, got ({high:g}, {low:g})")
         return self
 
 
@@ -185,6 +184,18 @@ class ExperimentSpec(_Strict):
     sim: SimSpec = SimSpec()
     sweep: SweepSpec = SweepSpec()
     appfair: AppFairSpec = Field(AppFairSpec(), description="App-Fair's parameters")
+    #: the file it was read from (``""``: built in code), named by later errors
+    _source: str = PrivateAttr("")
+
+    @property
+    def source(self) -> str:
+        """The file the spec was read from (``""`` when it was built in code)."""
+        return self._source
+
+    def from_source(self, source: str) -> ExperimentSpec:
+        """This spec, marked as read from ``source``."""
+        self._source = source
+        return self
 
     @model_validator(mode="after")
     def _apps(self) -> ExperimentSpec:
@@ -251,57 +262,9 @@ def parse_spec(data: object, source: str = "") -> ExperimentSpec:
         raise SpecError(f"{source or 'spec'}: expected a YAML mapping at the top level, "
                         f"got {type(data).__name__}")
     try:
-        return ExperimentSpec.model_validate(data)
+        return ExperimentSpec.model_validate(data).from_source(source)
     except ValidationError as err:
         raise SpecError(one_line(err, source, ExperimentSpec)) from None
-
-
-def read_text(path: Path, what: str = "spec", limit: int = MAX_SPEC_BYTES) -> str:
-    """A text input file's contents, refused with one line when it is missing, a
-    directory, empty, binary, not UTF-8 or larger than ``limit`` bytes.
-
-    Raises
-    ------
-    SpecError
-    """
-    p = Path(path)
-    try:
-        if p.is_dir():
-            raise SpecError(f"{p}: is a directory, expected a {what} file")
-        size = p.stat().st_size
-        if size > limit:
-            raise SpecError(f"{p}: {size} bytes, expected a {what} of at most {limit} bytes")
-        raw = p.read_bytes()
-    except OSError as err:
-        raise SpecError(f"{p}: cannot read the {what} ({err.strerror or err})") from None
-    if not raw.strip():
-        raise SpecError(f"{p}: empty, expected a {what}")
-    nul = raw.find(b"\0")
-    if nul >= 0:
-        raise SpecError(f"{p}: binary data (a NUL byte at offset {nul}), "
-                        f"expected a {what} in UTF-8 text")
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = raw[: err.start].count(b"\n") + 1
-        raise SpecError(f"{p}: line {line}: not UTF-8 (byte 0x{raw[err.start]:02x}), "
-                        f"expected a {what} in UTF-8 text") from None
-
-
-def load_yaml(path: Path, what: str = "spec") -> dict:
-    """A YAML mapping from ``path`` (one line naming file and line on error)."""
-    text = read_text(path, what)
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        line = f" line {mark.line + 1}:" if mark else ""
-        problem = getattr(err, "problem", None) or "not valid YAML"
-        raise SpecError(f"{path}:{line} {problem}, expected a YAML mapping") from None
-    if not isinstance(data, dict):
-        raise SpecError(f"{path}: expected a YAML mapping at the top level, got "
-                        f"{type(data).__name__}")
-    return data
 
 
 def builtin_spec(name: str) -> Path:
@@ -322,9 +285,9 @@ def load_spec(path: Path | str) -> ExperimentSpec:
     SpecError
     """
     p, shipped = Path(path), builtin_names()
-    if not p.exists() and str(path) in shipped:
+    if not os.path.lexists(p) and str(path) in shipped:
         p = builtin_spec(str(path))
-    elif not p.exists():
+    elif not os.path.lexists(p):  # a link to nowhere, or a loop, has its own line below
         raise SpecError(f"{path}: no such file, expected a spec file or one of the shipped "
                         f"specs ({', '.join(shipped)}){nearest(str(path), shipped)}")
     return parse_spec(load_yaml(p), str(path))

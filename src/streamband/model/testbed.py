@@ -10,13 +10,17 @@ load: a bad spec stops with one line naming the field and the nearest valid key.
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from streamband.errors import SpecError, one_line
 from streamband.model.network import KINDS, NetworkSpec, parse_network, split_short
+from streamband.model.numbers import Numbers
+from streamband.model.source import load_yaml
 
 #: what one machine (2 cores) carries as emulated hosts and switches
 MAX_HOSTS, MAX_SWITCHES = 64, 32
@@ -24,18 +28,19 @@ MAX_HOSTS, MAX_SWITCHES = 64, 32
 
 def _address(value: str, what: str) -> str:
     host, sep, port = value.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+    if not sep or not host or not re.fullmatch(r"[0-9]{1,5}", port) \
+            or not 1 <= int(port) <= 65535:
         raise ValueError(f"expected HOST:PORT for the {what} (port 1..65535), got {value!r}")
     return value
 
 
-class CrossTraffic(BaseModel):
+class CrossTraffic(Numbers):
     """One iperf3 flow between two hosts that the application does not own."""
 
     model_config = ConfigDict(extra="forbid")
     src: str = Field(description="the sending host")
     dst: str = Field(description="the receiving host")
-    mbps: float = Field(gt=0, allow_inf_nan=False, description="its rate, Mbit/s")
+    mbps: float = Field(gt=0, le=10_000, allow_inf_nan=False, description="its rate, Mbit/s")
     udp: bool = Field(True, description="UDP at a fixed rate (else TCP)")
 
 
@@ -97,12 +102,10 @@ def load_spec(spec: str | Path | dict[str, Any]) -> TestbedSpec:
     SpecError
         One line naming the file or short form, the field and what was expected.
     """
-    from streamband.model.spec import load_yaml
-
     source = ""
     if isinstance(spec, dict):
         data = dict(spec)
-    elif Path(str(spec)).suffix in (".yaml", ".yml") or Path(str(spec)).is_file():
+    elif Path(str(spec)).suffix in (".yaml", ".yml") or os.path.lexists(str(spec)):
         source = str(spec)
         loaded = load_yaml(Path(str(spec)), "testbed spec")
         data = loaded.get("testbed", loaded)

@@ -18,10 +18,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ConfigDict, Field, ValidationError, model_validator
 
 from streamband.errors import SpecError, nearest
+from streamband.model.numbers import Numbers
+from streamband.model.source import load_yaml
 from streamband.model.testbed import TestbedSpec
 from streamband.model.topology import Topology
 from streamband.swift.workload import step_rate
@@ -70,7 +71,7 @@ class SwiftTestbedSpec(TestbedSpec):
         return topo
 
 
-class _Strict(BaseModel):
+class _Strict(Numbers):
     model_config = ConfigDict(extra="forbid")
 
 
@@ -340,19 +341,8 @@ def load(spec: str | Path | dict[str, Any] | None = None,
     if isinstance(spec, dict):
         data = {k: dict(v) if isinstance(v, dict) else v for k, v in spec.items()}
     elif spec is not None:
-        path = Path(spec)
-        source = str(path)
-        try:
-            loaded = yaml.safe_load(path.read_text())
-        except OSError as exc:
-            raise SpecError(f"{path}: cannot read the spec ({exc.strerror})") from None
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            line = f":{mark.line + 1}" if mark is not None else ""
-            raise SpecError(f"{path}{line}: not valid YAML, expected a mapping") from None
-        if not isinstance(loaded, dict):
-            raise SpecError(f"{path}: expected a YAML mapping at the top level")
-        data = loaded
+        source = str(spec)
+        data = load_yaml(Path(spec), "Swift spec")
     for section, fields in (overrides or {}).items():
         cur = data.setdefault(section, {})
         if not isinstance(cur, dict):
