@@ -98,7 +98,8 @@ def run(
     spec: str = typer.Argument(..., help="experiment spec: a YAML file or a shipped spec "
                                "name (paper-001, paper-000-tt, paper-000-ti, appfair)"),
     backend: str = typer.Option("sim", help=BACKEND_HELP),
-    out: Path = typer.Option(Path("out/run"), help="directory for results.json and report.html"),
+    out_: str = typer.Option("out/run", "--out", metavar="DIR",
+                             help="directory for results.json and report.html"),
     seconds: float = typer.Option(None, help="length of each run, s (default: the spec's)"),
     repeat: int = typer.Option(1, help="runs per case and policy (median and spread)"),
     guard: bool = typer.Option(None, "--guard/--no-guard", help=GUARD_HELP),
@@ -113,7 +114,7 @@ def run(
     from streamband.experiments.runner import execute, write_outputs
     from streamband.model.spec import load_spec
 
-    out_dir(out)
+    out = out_dir(out_)  # typed str: an empty --out is refused, not read as '.'
     opts = _options(backend, seconds, repeat, max_pending=max_pending, guard=guard,
                     tuple_scale=tuple_scale, source=source, guarantee=guarantee)
     parsed = with_options(load_spec(spec), opts)
@@ -170,7 +171,8 @@ def _options(backend: str, seconds: float | None, repeat: int, max_pending: int 
 def bench(
     name: str = typer.Argument(..., help="which paper's evaluation to reproduce: paper-000, "
                                "paper-001, paper-002, paper-003, paper-004, joint, appfair"),
-    out: Path = typer.Option(None, help="output directory (default out/NAME[-BACKEND])"),
+    out: str = typer.Option(None, metavar="DIR",
+                            help="output directory (default out/NAME[-BACKEND])"),
     backend: str = typer.Option(None, help=BACKEND_HELP + " (default: the bench's first; "
                                 "sim, paper-002: testbed)"),
     seconds: float = typer.Option(None, help="length of each run, s (default: the bench's)"),
@@ -216,7 +218,8 @@ def bench(
     opts = _options(backend, seconds, repeat, full_trace=full_trace, policy=policy,
                     guard=guard, max_pending=max_pending, tuple_scale=tuple_scale,
                     source=source, guarantee=guarantee)
-    target = out_dir(out or Path("out") / (name + ("" if backend == "sim" else f"-{backend}")))
+    target = out_dir(out if out is not None
+                     else Path("out") / (name + ("" if backend == "sim" else f"-{backend}")))
     outcome = mod.run(target, opts, _console(), **given)
     if not outcome.ok:
         failed = [c.what for c in outcome.comparison.checks if not c.ok]

@@ -73,10 +73,10 @@ def _weight(value: str, flag: str) -> str:
     return value
 
 
-def _out(path: Path | None, option: str) -> Path | None:
-    if path is None:
+def _out(given: str | None, option: str) -> Path | None:
+    if given is None:
         return None
-    out_file(path, option)
+    path = out_file(given, option)
     if not path.absolute().parent.is_dir():
         raise OptionError(f"{option}: {path.absolute().parent} does not exist, expected an "
                           f"existing directory for {path.name}")
@@ -99,9 +99,10 @@ def sim(
                                        "[0, 60] (default one round trip of the fabric)"),
     weight: str = typer.Option(None, help="stream: Weighted-Priority, max1 (default) or "
                                "literal (eq. 4 as written)"),
-    json_out: Path = typer.Option(None, "--json", help="write the summary as JSON to PATH"),
-    per_coflow: Path = typer.Option(None, help="write id, arrival, finish, CCT (s) as CSV "
-                                    "to PATH"),
+    json_out: str = typer.Option(None, "--json", metavar="PATH",
+                                 help="write the summary as JSON to PATH"),
+    per_coflow: str = typer.Option(None, metavar="PATH", help="write id, arrival, finish, "
+                                   "CCT (s) as CSV to PATH"),
 ) -> None:
     """Simulate scheduler POLICY over TRACE and print a summary. Units: 1 Gbit/s =
     2^30 bit/s, MiB = 2^20 bytes (the trace's reading), CCT in seconds."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Callable
@@ -22,6 +23,7 @@ import typer
 from typer.core import TyperGroup
 
 from streamband.errors import InternalError, OptionError, StreambandError
+from streamband.model.source import file_kind
 
 #: every character ``str.splitlines`` breaks a line at
 _LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
@@ -144,50 +146,97 @@ def _writable(directory: Path) -> bool:
 
 def _writable_parent(path: Path, option: str) -> None:
     parent = path.absolute().parent
-    while not parent.exists():
+    while not os.path.lexists(parent):
         parent = parent.parent
-    if not parent.is_dir():
-        raise OptionError(f"{option}: {parent} is a file, expected a directory on the way to "
-                          f"{path}")
+    try:
+        mode = os.stat(parent).st_mode
+    except OSError as err:
+        raise OptionError(f"{option}: {parent}: {err.strerror}, expected a directory on the "
+                          f"way to {path}") from None
+    if not stat.S_ISDIR(mode):
+        raise OptionError(f"{option}: {parent} is {file_kind(mode)}, expected a directory on "
+                          f"the way to {path}")
     if not _writable(parent):
         raise OptionError(f"{option}: {parent} is not writable, expected a place to write "
                           f"{path}")
 
 
-def out_dir(path: Path, option: str = "--out") -> Path:
-    """``path`` if it is a directory that exists and is writable, or can be created;
-    nothing is created here.
+def _given(path: Path | str, option: str, what: str) -> Path:
+    """``path`` as a Path; an empty one (which would mean the current directory) refused."""
+    if not str(path).strip():
+        raise OptionError(f"{option}: an empty path, expected {what}")
+    return Path(path)
+
+
+def _existing(p: Path, option: str, what: str) -> int | None:
+    """The mode of the file ``p`` names (links followed), None if there is none; a link
+    to nothing or a loop of links is refused."""
+    try:
+        return os.stat(p).st_mode
+    except NotADirectoryError:
+        return None  # a file on the way: the parent's check names it
+    except FileNotFoundError:
+        if os.path.lexists(p):
+            raise OptionError(f"{option}: {p} is a symbolic link to nothing, expected "
+                              f"{what}") from None
+        return None
+    except OSError as err:
+        raise OptionError(f"{option}: {p}: {err.strerror}, expected {what}") from None
+
+
+#: the files every run and bench writes into its output directory
+RESULT_FILES = ("results.json", "report.html")
+
+
+def out_dir(path: Path | str, option: str = "--out",
+            files: tuple[str, ...] = RESULT_FILES) -> Path:
+    """``path`` if it is a directory that exists and is writable, or can be created,
+    and each of ``files`` in it is a regular file or new; nothing is created here.
 
     Raises
     ------
     OptionError
-        If ``path`` is a file, or it or its nearest existing parent is not writable.
+        If ``path`` is empty, not a directory (a file, a FIFO, a device, a link to
+        nothing), or it or its nearest existing parent is not writable, or one of
+        ``files`` in it is not a regular file.
     """
-    p = Path(path)
-    if p.exists():
-        if not p.is_dir():
-            raise OptionError(f"{option}: {p} is a file, expected a directory")
-        if not _writable(p):
-            raise OptionError(f"{option}: {p} is not writable, expected a writable directory")
+    what = "a directory"
+    p = _given(path, option, what)
+    mode = _existing(p, option, what)
+    if mode is None:
+        _writable_parent(p, option)
         return p
-    _writable_parent(p, option)
+    if not stat.S_ISDIR(mode):
+        raise OptionError(f"{option}: {p} is {file_kind(mode)}, expected {what}")
+    if not _writable(p):
+        raise OptionError(f"{option}: {p} is not writable, expected a writable directory")
+    for name in files:
+        out_file(p / name, option)
     return p
 
 
-def out_file(path: Path, option: str) -> Path:
-    """``path`` if a file can be written there (it is not a directory, and it or its
-    nearest existing parent is writable); nothing is created here.
+def out_file(path: Path | str, option: str) -> Path:
+    """``path`` if a file can be written there: it is a regular file that is writable,
+    or a new path whose nearest existing parent is a writable directory; nothing is
+    created here. Anything else (a directory, a FIFO, a device, a socket, a link to
+    nothing) is refused: writing would replace it, block, or write elsewhere.
 
     Raises
     ------
     OptionError
     """
-    p = Path(path)
-    if p.is_dir() or str(path).endswith(os.sep):
+    what = "a regular file or a new path"
+    p = _given(path, option, what)
+    if str(path).endswith(os.sep):
         raise OptionError(f"{option}: {p} is a directory, expected a file path")
-    if p.exists():
-        if not os.access(p, os.W_OK) or not _writable(p.absolute().parent):
-            raise OptionError(f"{option}: {p} is not writable, expected a writable file path")
+    mode = _existing(p, option, what)
+    if mode is None:
+        _writable_parent(p, option)
         return p
-    _writable_parent(p, option)
+    if stat.S_ISDIR(mode):
+        raise OptionError(f"{option}: {p} is a directory, expected a file path")
+    if not stat.S_ISREG(mode):
+        raise OptionError(f"{option}: {p} is {file_kind(mode)}, expected {what}")
+    if not os.access(p, os.W_OK) or not _writable(p.absolute().parent):
+        raise OptionError(f"{option}: {p} is not writable, expected a writable file path")
     return p

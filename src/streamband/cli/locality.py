@@ -37,7 +37,7 @@ def parse_period(text: str) -> float:
 
 
 def validate(workload: str, parallelism: int, locality: float, padding: int, period: str,
-             json_out: Path | None, bw_gbps: float) -> float:
+             json_out: str | None, bw_gbps: float) -> float:
     if workload not in ("synthetic", "flights"):
         raise OptionError(f"--workload: expected synthetic or flights, got {workload!r}")
     if not 1 <= parallelism <= 64:
@@ -91,7 +91,8 @@ def bench(
     period: str = typer.Option("7d", help="flights: re-partitioning period (7d, 12h, ...)"),
     bw_gbps: float = typer.Option(1.0, "--link-gbps",
                                   help="server link bandwidth, Gbit/s (10^9 bit/s)"),
-    json_out: Path | None = typer.Option(None, "--json", help="write the results here"),
+    json_out: str | None = typer.Option(None, "--json", metavar="PATH",
+                                        help="write the results here"),
 ) -> None:
     """Run one experiment of 003 §4 and print locality and throughput per routing."""
     period_h = validate(workload, parallelism, locality, padding, period, json_out, bw_gbps)
@@ -102,8 +103,8 @@ def bench(
         res = flights_result(parallelism, period_h, padding, bw)
     show(res)
     if json_out is not None:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps(res, indent=2, default=float) + "\n")
+        Path(json_out).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_out).write_text(json.dumps(res, indent=2, default=float) + "\n")
         console.print(f"wrote {json_out}")
 
 

@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import typer
 
@@ -98,18 +97,17 @@ def down(timeout: float = 30.0) -> None:
 
 
 @app.command()
-def status(json_out: Path = typer.Option(None, "--json",
+def status(json_out: str = typer.Option(None, "--json",
                                         help="also write the status as JSON to this path")
            ) -> None:
     """Is a testbed up, and what does it hold?"""
-    if json_out is not None:
-        out_file(json_out, "--json")
+    path = out_file(json_out, "--json") if json_out is not None else None
     st = read_state()
     up_ = bool(st and _alive(st.get("pid")) and st.get("ready"))
     info = {"up": up_, "state": st if up_ else None, "leftovers": [] if up_ else leftovers()}
-    if json_out is not None:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps(info, indent=1) + "\n")
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(info, indent=1) + "\n")
     if up_ and st:
         typer.echo(f"up (pid {st['pid']}): {st['spec']['topology']}, {len(st['hosts'])} hosts, "
                    f"{len(st['switches'])} switches, controller API {st['api']}")
@@ -131,15 +129,15 @@ def clean() -> None:
 
 
 @app.command()
-def selftest(json_out: Path = typer.Option(None, "--json", help="write the report here"),
+def selftest(json_out: str = typer.Option(None, "--json", metavar="PATH",
+                                          help="write the report here"),
              quick: bool = typer.Option(False, help="fewer samples, shorter runs")) -> None:
     """Meters, link statistics, meter update time, lease expiry, clean-up."""
-    if json_out is not None:
-        out_file(json_out, "--json")
+    path = out_file(json_out, "--json") if json_out is not None else None
     _need_root()
     from streamband.testbed.selftest import selftest as run
 
-    report = run(json_out, quick=quick)
+    report = run(path, quick=quick)
     for m in report["meters"]:
         typer.echo(f"meter {m['rate_mbps']:5.1f} Mbit/s -> goodput {m['goodput_mbps']:6.2f}")
     typer.echo(f"link statistics max relative error {report['linkstats_max_rel_error']:.4f}")
