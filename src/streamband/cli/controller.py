@@ -8,6 +8,7 @@ import typer
 
 from streamband.cli.command import number
 from streamband.errors import OptionError, nearest
+from streamband.sdn.auth import check_token
 from streamband.sdn.server import serve
 
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -29,8 +30,9 @@ def controller(
     if log_level.upper() not in LEVELS:
         raise OptionError(f"--log-level: expected one of {', '.join(LEVELS)}, got "
                           f"{log_level!r}{nearest(log_level.upper(), LEVELS)}")
-    serve(listen, openflow, token or os.environ.get("STREAMBAND_API_TOKEN") or None,
-          poll, burst or None, log_level.upper())
+    secret = check_token(token or None, "--token") or check_token(
+        os.environ.get("STREAMBAND_API_TOKEN") or None, "$STREAMBAND_API_TOKEN")
+    serve(listen, openflow, secret, poll, burst or None, log_level.upper())
 
 
 def main() -> None:

@@ -9,34 +9,49 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException
-from pydantic import BaseModel, Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from streamband.model.network import MAX_LINK_MBPS
+from streamband.model.numbers import Numbers
 from streamband.sdn.app import EnforcerError, StreambandApp
-from streamband.sdn.auth import bearer_auth
-from streamband.sdn.flowkey import FlowKey
+from streamband.sdn.auth import answer_422, bearer_auth
+from streamband.sdn.flowkey import FlowKey, ipv4
 from streamband.sdn.priority import CLASSES, LEAF_LIMIT_PKTS, PortShape
 
+#: the fastest rate a meter or class takes, bit/s (a spec's fastest link)
+MAX_RATE_BPS = MAX_LINK_MBPS * 1e6
+#: a datapath id is 64 bits
+Dpid = Annotated[int, Field(ge=1, le=2**64 - 1)]
 
-class MeterSpec(BaseModel):
+
+class MeterSpec(Numbers):
     """A flow and its cap; ``rate_bps`` null (or infinite) counts without a meter."""
 
     flow: FlowKey
-    rate_bps: float | None = Field(None, gt=0)
-    dpid: int | None = None
+    rate_bps: float | None = Field(None, description="bit/s; null or infinity: no meter")
+    dpid: Dpid | None = None
+
+    @field_validator("rate_bps")
+    @classmethod
+    def _rate(cls, v: float | None) -> float | None:
+        if v is not None and not (0 < v <= MAX_RATE_BPS or v == math.inf):  # NaN fails too
+            raise ValueError(f"expected a rate in (0, {MAX_RATE_BPS:g}] bit/s, or null or "
+                             f"infinity for no meter")
+        return v
 
 
-class MeterBatch(BaseModel):
+class MeterBatch(Numbers):
     """One allocation: every listed flow's rate, and the lease they carry (3 Δt)."""
 
     meters: list[MeterSpec]
-    lease_s: float = Field(3.0, gt=0, le=3600)
+    lease_s: float = Field(3.0, gt=0, le=3600, allow_inf_nan=False)
     replace: bool = False
 
 
-class ClassSpec(BaseModel):
+class ClassSpec(Numbers):
     """A flow's strict-priority class (0 highest .. 7) on one egress port, named
     by interface (``port``) or by ``dpid`` + ``port_no``; ``link_rate_bps`` only for
     a port the testbed did not shape (000 §VII: queue index per group)."""
@@ -44,9 +59,9 @@ class ClassSpec(BaseModel):
     flow: FlowKey
     cls: int = Field(ge=0, le=8)  # 8: the port's reserved leaf (its shape has a reserve)
     port: str | None = None
-    dpid: int | None = None
-    port_no: int | None = Field(None, ge=1)
-    link_rate_bps: float | None = Field(None, gt=0)
+    dpid: Dpid | None = None
+    port_no: int | None = Field(None, ge=1, le=2**32 - 1)
+    link_rate_bps: float | None = Field(None, gt=0, le=MAX_RATE_BPS, allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _one_port(self) -> ClassSpec:
@@ -55,39 +70,45 @@ class ClassSpec(BaseModel):
         return self
 
 
-class ShapeSpec(BaseModel):
+class ShapeSpec(Numbers):
     """A port's tree (``streamband.sdn.priority.PortShape``): each class's pfifo length
     and a reserved leaf served at ``reserve_bps`` ahead of the strict classes."""
 
-    leaf_pkts: list[int] = Field(default_factory=lambda: [LEAF_LIMIT_PKTS] * CLASSES,
-                                 min_length=CLASSES, max_length=CLASSES)
-    reserve_bps: float = Field(0.0, ge=0)
-    reserve_pkts: int = Field(LEAF_LIMIT_PKTS, ge=1)
+    leaf_pkts: list[Annotated[int, Field(ge=1, le=100_000)]] = Field(
+        default_factory=lambda: [LEAF_LIMIT_PKTS] * CLASSES, min_length=CLASSES,
+        max_length=CLASSES)
+    reserve_bps: float = Field(0.0, ge=0, le=MAX_RATE_BPS, allow_inf_nan=False)
+    reserve_pkts: int = Field(LEAF_LIMIT_PKTS, ge=1, le=100_000)
 
     def shape(self) -> PortShape:
         return PortShape(tuple(self.leaf_pkts), self.reserve_bps, self.reserve_pkts)
 
 
-class ClassBatch(BaseModel):
+class ClassBatch(Numbers):
     """Class assignments and the lease they carry (renewed by ``POST /v1/lease``);
     when it runs out the flows go back to the default class and a port with no
     listed flow left is shaped by one HTB class again (fail-open). ``shapes``: the
     trees of ports named in ``classes`` (by interface name)."""
 
     classes: list[ClassSpec]
-    lease_s: float = Field(3.0, gt=0, le=3600)
+    lease_s: float = Field(3.0, gt=0, le=3600, allow_inf_nan=False)
     shapes: dict[str, ShapeSpec] = Field(default_factory=dict)
 
 
-class HostMap(BaseModel):
+class HostMap(Numbers):
     """Where hosts attach: IPv4 -> dpid of the edge switch (the meter's switch)."""
 
-    hosts: dict[str, int]
+    hosts: dict[str, Dpid]
     replace: bool = False
 
+    @field_validator("hosts")
+    @classmethod
+    def _ips(cls, v: dict[str, int]) -> dict[str, int]:
+        return {ipv4(ip): dpid for ip, dpid in v.items()}
 
-class Lease(BaseModel):
-    lease_s: float = Field(3.0, gt=0, le=3600)
+
+class Lease(Numbers):
+    lease_s: float = Field(3.0, gt=0, le=3600, allow_inf_nan=False)
 
 
 def create_api(osken: StreambandApp, token: str | None = None) -> FastAPI:
@@ -96,6 +117,7 @@ def create_api(osken: StreambandApp, token: str | None = None) -> FastAPI:
                   description="Bandwidth enforcer and link statistics (paper 000 §V-B)")
 
     auth = bearer_auth(token)
+    answer_422(api)
 
     def run(fn: Any, *args: Any) -> Any:
         try:

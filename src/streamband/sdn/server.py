@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import re
 import threading
 
 from streamband.errors import OptionError
-from streamband.sdn.auth import LOOPBACK
+from streamband.sdn.auth import LOOPBACK, check_token
 
 
 class ListenError(OptionError):
@@ -21,7 +22,8 @@ class ListenError(OptionError):
 def parse_listen(listen: str) -> tuple[str, int]:
     """``HOST:PORT`` -> (host, port); one clear error otherwise."""
     host, sep, port = listen.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+    if not sep or not host or not re.fullmatch(r"[0-9]{1,5}", port) \
+            or not 0 < int(port) < 65536:
         raise ListenError(f"--listen: expected HOST:PORT, got {listen!r}")
     host = host.strip("[]")
     if host != "localhost":
@@ -43,6 +45,7 @@ def serve(
     """Run the controller until killed. Raises :class:`ListenError` on bad input."""
     host, port = parse_listen(listen)
     of_host, of_port = parse_listen(openflow)
+    check_token(token, "--token")
     if host not in LOOPBACK and not token:
         raise ListenError(f"--listen {listen}: a non-loopback address needs --token")
     logging.basicConfig(level=log_level, format="%(asctime)s %(name)s %(message)s")

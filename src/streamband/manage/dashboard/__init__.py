@@ -26,7 +26,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, Field
 
 from streamband.errors import SpecError
-from streamband.sdn.auth import bearer_auth
+from streamband.sdn.auth import answer_422, bearer_auth
 
 STATIC = Path(__file__).parent / "static"
 
@@ -45,6 +45,7 @@ def create_app(service: Any) -> FastAPI:
     token = service.token
 
     auth = bearer_auth(token)
+    answer_422(app)
 
     @app.get("/", include_in_schema=False)
     def index() -> FileResponse:
