@@ -15,12 +15,16 @@ def manage(
 ) -> None:
     """Run the manager as a service against a Storm cluster and an OpenFlow controller
     (dashboard, API and /metrics at manager.listen)."""
+    from streamband.cli.command import out_dir
     from streamband.manage.config import load_config
     from streamband.manage.service import Service, serve
+    from streamband.manage.state import FILES
 
     cfg = load_config(config)
+    # the state directory is written like an output: the one check of outputs decides
+    out_dir(cfg.manager.state_dir, f"{config}: manager.state_dir", files=FILES)
     if check:
-        Service.check(cfg)
+        Service.check(cfg, ports=True)
         typer.echo(f"{config}: {len(cfg.topologies)} topologies, "
                    f"{len(cfg.network.hosts)} hosts, {len(cfg.network.switches)} switches")
         return

@@ -7,27 +7,50 @@ addresses, routed by shortest paths (ECMP by host pair) as the testbed installs 
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from streamband.alloc.registry import POLICIES, policy_entry
 from streamband.errors import SpecError, one_line
 from streamband.loop.manager import FULL_FRAC
 from streamband.loop.openflow import PortRef
+from streamband.model.app import MAX_TUPLE_BYTES
+from streamband.model.network import MAX_LINK_MBPS
 from streamband.model.numbers import Numbers
 from streamband.model.source import load_yaml
 from streamband.model.topology import Topology
-
+from streamband.sdn.auth import check_token
 
 # -- the config ---------------------------------------------------------------------------
+#: the largest datapath id (OpenFlow's is 64 bits)
+MAX_DPID = 2**64 - 1
+
+
 def _address(v: str, what: str) -> str:
     host, sep, port = v.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+    if not sep or not host or not re.fullmatch(r"[0-9]{1,5}", port) \
+            or not 1 <= int(port) <= 65535:
         raise ValueError(f"expected HOST:PORT for {what} (port 1..65535)")
+    return v
+
+
+def _bind_address(v: str, what: str) -> str:
+    """``v`` if it is ``IP:PORT`` (or ``localhost:PORT``) this service can listen on:
+    a name is not resolved at start, so it is refused here."""
+    _address(v, what)
+    host = v.rpartition(":")[0]
+    if host != "localhost":
+        try:
+            ipaddress.IPv4Address(host)
+        except ValueError:
+            raise ValueError(f"{host!r} is not an IPv4 address, expected the address this "
+                             f"manager listens on for {what} (IP:PORT)") from None
     return v
 
 
@@ -44,10 +67,15 @@ class StormEndpoints(Numbers):
                                      description="how often Nimbus is asked for topologies "
                                      "and their placement, seconds")
 
-    @field_validator("nimbus", "profiler")
+    @field_validator("nimbus")
     @classmethod
     def _hp(cls, v: str) -> str:
         return _address(v, "a Storm endpoint")
+
+    @field_validator("profiler")
+    @classmethod
+    def _bind(cls, v: str) -> str:
+        return _bind_address(v, "the workers' reports")
 
 
 class ControllerEndpoint(Numbers):
@@ -69,20 +97,30 @@ class SwitchConfig(Numbers):
     """An OpenFlow switch."""
 
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(description="its name in this file")
-    dpid: int = Field(ge=1, description="its datapath id")
+    name: str = Field(min_length=1, description="its name in this file")
+    dpid: int = Field(ge=1, le=MAX_DPID, description="its datapath id")
 
 
 class HostConfig(Numbers):
     """A machine that runs Storm workers, and its link to its switch."""
 
     model_config = ConfigDict(extra="forbid")
-    ip: str = Field(description="its address (Storm's storm.local.hostname)")
+    ip: str = Field(description="its IPv4 address (Storm's storm.local.hostname)")
     switch: str = Field(description="the switch it is attached to")
-    port: str = Field(description="the switch port (interface name) it is attached to: "
-                      "its uplink is counted as received there, its downlink as sent")
-    link_mbps: float = Field(gt=0, allow_inf_nan=False, description="its link's capacity, "
-                             "Mbit/s, each direction")
+    port: str = Field(min_length=1, description="the switch port (interface name) it is "
+                      "attached to: its uplink is counted as received there, its downlink "
+                      "as sent")
+    link_mbps: float = Field(gt=0, le=MAX_LINK_MBPS, allow_inf_nan=False,
+                             description="its link's capacity, Mbit/s, each direction")
+
+    @field_validator("ip")
+    @classmethod
+    def _ip(cls, v: str) -> str:
+        try:
+            return str(ipaddress.IPv4Address(v))
+        except ValueError:
+            raise ValueError("expected an IPv4 address (the meters match flows by "
+                             "their IPv4 addresses)") from None
 
 
 class TrunkConfig(Numbers):
@@ -91,10 +129,16 @@ class TrunkConfig(Numbers):
     model_config = ConfigDict(extra="forbid")
     a: str = Field(description="one switch")
     b: str = Field(description="the other switch")
-    a_port: str = Field(description="a's port towards b")
-    b_port: str = Field(description="b's port towards a")
-    mbps: float = Field(gt=0, allow_inf_nan=False, description="capacity, Mbit/s, each "
-                        "direction")
+    a_port: str = Field(min_length=1, description="a's port towards b")
+    b_port: str = Field(min_length=1, description="b's port towards a")
+    mbps: float = Field(gt=0, le=MAX_LINK_MBPS, allow_inf_nan=False,
+                        description="capacity, Mbit/s, each direction")
+
+    @model_validator(mode="after")
+    def _two_switches(self) -> TrunkConfig:
+        if self.a == self.b:
+            raise ValueError(f"b: a trunk joins two switches, got {self.a!r} at both ends")
+        return self
 
 
 class NetworkConfig(Numbers):
@@ -124,6 +168,15 @@ class TopologyConfig(Numbers):
         check_policy(v)
         return v
 
+    @field_validator("tuple_bytes")
+    @classmethod
+    def _sizes(cls, v: dict[str, float]) -> dict[str, float]:
+        for edge, size in v.items():
+            if not 0 < size <= MAX_TUPLE_BYTES:  # NaN fails too
+                raise ValueError(f"{edge[:40]!r}: expected bytes per tuple in (0, "
+                                 f"{MAX_TUPLE_BYTES:g}], got {size:g}")
+        return v
+
 
 class ManagerSettings(Numbers):
     """The service itself."""
@@ -141,7 +194,7 @@ class ManagerSettings(Numbers):
     hold_intervals: int = Field(3, ge=1, le=100, description="while the profiler is silent, "
                                 "the last safe allocation is held this many Δt, then the "
                                 "flows fail open (plain TCP)")
-    keep_allocations: int = Field(200_000, ge=100, description="allocation records kept "
+    keep_allocations: int = Field(200_000, ge=100, le=10**9, description="allocation records kept "
                                   "in the state (older ones are dropped)")
     guard: bool = Field(True, description="do no harm: keep TCP's measured split unless "
                         "an allocation moves at least 12 % of a bottlenecked link's capacity "
@@ -155,7 +208,7 @@ class ManagerSettings(Numbers):
     @field_validator("listen")
     @classmethod
     def _hp(cls, v: str) -> str:
-        return _address(v, "the manager's API")
+        return _bind_address(v, "the manager's API")
 
 
 class ClusterConfig(Numbers):
@@ -198,6 +251,22 @@ def load_config(path: Path) -> ClusterConfig:
         raise SpecError(one_line(exc, str(path), ClusterConfig)) from None
     net = cfg.network
     names = [s.name for s in net.switches]
+    for what, values in (("name", names), ("dpid", [s.dpid for s in net.switches])):
+        first: dict[object, int] = {}
+        for i, v in enumerate(values):
+            if v in first:
+                raise SpecError(f"{path}: network.switches.{i}.{what}: {v!r} is switch "
+                                f"{first[v]}'s too, expected each switch's own")
+            first[v] = i
+    ends: dict[tuple[str, str], str] = {}
+    for where, sw, port in (
+            *((f"hosts.{i}.port", h.switch, h.port) for i, h in enumerate(net.hosts)),
+            *((f"trunks.{i}.{e}_port", getattr(t, e), getattr(t, f"{e}_port"))
+              for i, t in enumerate(net.trunks) for e in ("a", "b"))):
+        if (sw, port) in ends:
+            raise SpecError(f"{path}: network.{where}: port {port!r} of {sw} is "
+                            f"network.{ends[sw, port]} already, expected one link per port")
+        ends[sw, port] = where
     for i, h in enumerate(net.hosts):
         if h.switch not in names:
             raise SpecError(f"{path}: network.hosts.{i}.switch: unknown switch {h.switch!r}, "
@@ -224,8 +293,14 @@ def load_config(path: Path) -> ClusterConfig:
 
 
 def secret(env: str | None) -> str | None:
-    """The token in the environment variable ``env`` (None when unset or empty)."""
-    return (os.environ.get(env) or None) if env else None
+    """The token in the environment variable ``env`` (None when unset or empty).
+
+    Raises
+    ------
+    OptionError
+        If it holds anything but printable ASCII (an HTTP header cannot carry it).
+    """
+    return check_token(os.environ.get(env) or None, f"${env}") if env else None
 
 
 # -- the network --------------------------------------------------------------------------

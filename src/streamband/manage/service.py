@@ -31,6 +31,7 @@ The dashboard, its JSON API and ``/metrics`` are served by :mod:`.dashboard`.
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 import threading
 import time
@@ -206,14 +207,20 @@ class Service:
         self._threads: list[threading.Thread] = []
 
     @staticmethod
-    def check(cfg: ClusterConfig) -> str | None:
-        """The API's token; raises when the config cannot run (off loopback without a
-        token)."""
+    def check(cfg: ClusterConfig, ports: bool = False) -> str | None:
+        """The API's token; raises when the config cannot run: off loopback without a
+        token, a token an HTTP header cannot carry (this API's or the controller's) and,
+        with ``ports``, a listen or profiler port that cannot be had now (both are bound
+        as a start would bind them, then let go)."""
         token = secret(cfg.manager.token_env)
+        secret(cfg.controller.token_env)
         host = cfg.manager.listen.rpartition(":")[0].strip("[]")
         if host not in LOOPBACK and not token:
             raise OptionError(f"manager.listen {cfg.manager.listen}: off loopback the API needs "
                               f"a token in ${cfg.manager.token_env or '(manager.token_env)'}")
+        if ports:
+            bind(cfg.manager.listen).close()
+            ProfileReceiver(cfg.storm.profiler, Path(os.devnull)).stop()
         return token
 
     # -- life cycle ---------------------------------------------------------------------

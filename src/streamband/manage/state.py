@@ -53,6 +53,10 @@ def _unrates(text: str) -> list[float]:
     return [np.inf if r is None else float(r) for r in json.loads(text)]
 
 
+#: the files the state keeps in its directory (SQLite's database and its write-ahead log)
+FILES = ("state.db", "state.db-wal", "state.db-shm")
+
+
 class State:
     """The state directory ``root`` (created if missing)."""
 
@@ -60,7 +64,7 @@ class State:
         self.root = Path(root)
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(self.root / "state.db", check_same_thread=False,
+            self.db = sqlite3.connect(self.root / FILES[0], check_same_thread=False,
                                       isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
