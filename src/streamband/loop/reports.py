@@ -34,32 +34,58 @@ def report_key(rec: dict[str, Any]) -> str:
     return f"{rec.get('topology')}|{rec.get('component')}:{rec.get('task')}"
 
 
-def check_report(rec: Any) -> str | None:
-    """Why a report is garbage (``malformed``, ``not_finite``, ``negative``, ``absurd``),
-    or None when every number in it is a finite count within reason."""
+#: a report nests a few levels (a worker's clients and their counters); deeper is garbage
+MAX_DEPTH = 8
+#: a report's clock ``t`` (seconds since the epoch) may run ahead of this receiver's by at
+#: most a day: a report from further ahead would make every later one of its sender stale
+AHEAD_S = 86_400.0
+
+
+def parse_report(data: bytes) -> Any:
+    """A datagram's JSON, or None when it is not JSON this receiver can read (not UTF-8,
+    not JSON, an integer past Python's conversion limit, nested past the parser's depth)."""
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError included
+        return None
+
+
+def check_report(rec: Any, now: float | None = None) -> str | None:
+    """Why a report is garbage, or None when every number in it is a finite count within
+    reason: ``malformed`` (not a mapping with a string ``type`` and ``topology``, nested
+    more than :data:`MAX_DEPTH` levels, a clock ``t`` that is not a number),
+    ``not_finite``, ``negative``, ``absurd`` (a value past :data:`ABSURD`, or a clock ``t``
+    more than :data:`AHEAD_S` ahead of ``now``)."""
     if not isinstance(rec, dict) or not isinstance(rec.get("type"), str) \
             or not isinstance(rec.get("topology"), str):
         return "malformed"
+    t = rec.get("t", 0.0)
+    if isinstance(t, bool) or not isinstance(t, int | float):
+        return "malformed"
     bad: list[str] = []
 
-    def walk(v: Any, key: str) -> None:
-        if isinstance(v, bool):
+    def walk(v: Any, key: str, depth: int) -> None:
+        if depth > MAX_DEPTH:
+            bad.append("malformed")
+        elif isinstance(v, bool):
             return
-        if isinstance(v, int | float):
-            if not math.isfinite(v):
+        elif isinstance(v, int | float):
+            if isinstance(v, float) and not math.isfinite(v):
                 bad.append("not_finite")
+            elif abs(v) > ABSURD:  # before a float conversion, which a long int overflows
+                bad.append("absurd")
             elif v < 0 and key != "port":  # a worker without a slot reports port -1
                 bad.append("negative")
-            elif abs(v) > ABSURD:
-                bad.append("absurd")
         elif isinstance(v, dict):
             for k, x in v.items():
-                walk(x, str(k))
+                walk(x, str(k), depth + 1)
         elif isinstance(v, list):
             for x in v:
-                walk(x, key)
+                walk(x, key, depth + 1)
 
-    walk(rec, "")
+    walk(rec, "", 0)
+    if not bad and now is not None and t > now + AHEAD_S:
+        bad.append("absurd")
     return bad[0] if bad else None
 
 
@@ -153,15 +179,16 @@ class ProfileReceiver:
                 data, _ = self.sock.recvfrom(65536)
             except (TimeoutError, OSError):
                 continue
-            self.take(data)
+            try:
+                self.take(data)
+            except Exception:  # a datagram must never stop the receiver: counted, dropped
+                with self.lock:
+                    self.rejected["malformed"] += 1
 
     def take(self, data: bytes) -> str | None:
         """Keep one datagram; returns why it was rejected, or None."""
-        try:
-            rec = json.loads(data)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            rec = None
-        why = check_report(rec)
+        rec = parse_report(data)
+        why = check_report(rec, time.time())
         with self.lock:
             if why:
                 self.rejected[why] += 1
