@@ -15,6 +15,7 @@ the file and line, what is wrong, what was expected.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,11 +69,21 @@ class Trace:
         return sum(c.n_flows for c in self.coflows)
 
 
+#: a field as the format writes it: ASCII decimal digits (int() and float() also read
+#: '1_0' as 10, '+1', '\u0661' and 'infinity')
+_INT = re.compile(r"-?[0-9]+")
+_MIB = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+
+
 def _int(tok: str, where: str, what: str, low: int, high: int | None = None) -> int:
-    try:
-        v = int(tok)
-    except ValueError:
-        raise TraceError(f"{where}: {what}: expected an integer, got {tok[:40]!r}") from None
+    if not _INT.fullmatch(tok):
+        raise TraceError(f"{where}: {what}: expected an integer in decimal digits, "
+                         f"got {tok[:40]!r}")
+    if len(tok.lstrip("-")) > 19:  # past an int64, and past what int() converts quickly
+        rng = f"{low}..{high}" if high is not None else f">= {low}"
+        raise TraceError(f"{where}: {what}: expected {rng}, got a number of "
+                         f"{len(tok.lstrip('-'))} digits")
+    v = int(tok)
     if v < low or (high is not None and v > high):
         rng = f"{low}..{high}" if high is not None else f">= {low}"
         raise TraceError(f"{where}: {what}: expected {rng}, got {v}")
@@ -81,8 +92,12 @@ def _int(tok: str, where: str, what: str, low: int, high: int | None = None) -> 
 
 def _text(path: Path) -> list[str]:
     """The file's lines, refusing binary and non-UTF-8 content."""
-    if not path.exists():
-        raise TraceError(f"{path}: trace file not found")
+    try:
+        path.stat()
+    except FileNotFoundError:
+        raise TraceError(f"{path}: trace file not found") from None
+    except OSError as err:  # a loop of symbolic links, a path through a file, no access
+        raise TraceError(f"{path}: {err.strerror}, expected a text trace") from None
     if not path.is_file():
         raise TraceError(f"{path}: not a regular file, expected a text trace")
     try:
@@ -170,10 +185,10 @@ def _parse_coflow(tok: list[str], ports: int, where: str) -> Coflow:
         if not sep:
             raise TraceError(f"{where}: reducer {t[:40]!r}: expected 'port:MiB'")
         rports.append(_int(p, where, f"reducer {t[:40]!r} port", 0, ports - 1))
-        try:
-            v = float(mb)
-        except ValueError:
-            raise TraceError(f"{where}: reducer {t[:40]!r}: MiB is not a number") from None
+        if not _MIB.fullmatch(mb):
+            raise TraceError(f"{where}: reducer {t[:40]!r}: MiB is not a decimal number "
+                             f"(expected digits, an optional fraction and exponent)")
+        v = float(mb)
         if not (math.isfinite(v) and v >= 0):
             raise TraceError(f"{where}: reducer {t[:40]!r}: expected a finite MiB >= 0, "
                              f"got {mb[:40]!r}")
