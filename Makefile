@@ -1,6 +1,8 @@
 # streamband: `make demo` runs the main job, `make test` runs every test.
 # Both install what they need into .venv first (Debian's python3 with system
-# site-packages, so that Mininet from apt is importable for the testbed).
+# site-packages, so that Mininet from apt is importable for the testbed). `make test` also
+# installs, as root, the Debian packages of the real backends (scripts/system-packages.sh,
+# which CI runs too) and builds Storm's and Kafka's homes; `make demo` needs neither.
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
@@ -11,7 +13,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 RUST   := rust/coflow_core/Cargo.toml rust/coflow_core/pyproject.toml $(wildcard rust/coflow_core/src/*.rs) \
           rust/alloc_core/Cargo.toml rust/alloc_core/pyproject.toml $(wildcard rust/alloc_core/src/*.rs)
 
-.PHONY: demo test lint docs install clean
+.PHONY: demo test lint docs install clean system homes
 
 $(STAMP): pyproject.toml $(RUST)
 	$(BASEPY) -m venv --system-site-packages $(VENV)
@@ -27,7 +29,22 @@ demo: $(STAMP)
 	$(VENV)/bin/streamband bench paper-001 --out $(OUT)/paper-001
 	@echo "report: $(OUT)/paper-001/report.html"
 
-test: $(STAMP)
+# as root, the Debian packages (only what is missing); without root, one line: what is
+# skipped, and how to get it
+system:
+	bash scripts/system-packages.sh
+
+# Storm's and Kafka's homes (Maven Central's jars, cached; streamband's jars built), as CI
+# builds them before the tests; without Java and Maven their tests are skipped, not failed
+homes: system $(STAMP)
+	@if command -v javac >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1; then \
+	  $(PY) -m streamband.storm.home && $(PY) -m streamband.kafka.home; \
+	else \
+	  echo "Storm's and Kafka's homes not built: no Java 17 and Maven; their tests are" \
+	       "skipped; to run them: sudo make test"; \
+	fi
+
+test: homes $(STAMP)
 	$(PY) -m pytest -q
 
 lint: $(STAMP)
