@@ -78,8 +78,11 @@ def test_appfair_classes_reorder_two_applications(cleanup, tmp_path):
     per = _per_app(rec_fair, names)
     log_file = tmp_path / "appfair-testbed-edge-20-P-appfair.alloc.jsonl"
     log = [json.loads(x) for x in log_file.read_text().splitlines()]
-    gaps = np.diff([rec["time"] for rec in log])
-    assert len(log) >= 3 and np.median(gaps) == pytest.approx(DT, rel=0.25), gaps
+    # the loop steps on a fixed grid of Δt, a late step's successors run at once
+    # (LiveLoop): as many steps as Δt have passed, whatever the lateness of one step
+    times = np.array([rec["time"] for rec in log])
+    assert len(log) >= 3 and abs(times[-1] - times[0] - (len(log) - 1) * DT) < DT, \
+        np.diff(times)
     flows = [f for f, e in zip(rec_fair.flow_ids, rec_fair.external, strict=True) if e]
     apps = flow_apps([f.split("->")[0] for f in flows], names)
     top_wins, b_on_top = [], []

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 
 import numpy as np
 import pytest
@@ -17,6 +16,8 @@ from streamband.loop.openflow import MeterEnforcer
 from streamband.model.testbed import load_spec
 from streamband.sdn.client import ControllerClient
 from streamband.testbed.network import Testbed
+
+from .conftest import listening
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the testbed needs root")
 PORTS = "api=127.0.0.1:8191,openflow=127.0.0.1:6663"
@@ -41,7 +42,8 @@ def _servers(tb: Testbed, host: str, ports: list[int]) -> None:
     for p in ports:
         tb.popen(host, ["iperf3", "-s", "-p", str(p)], stdout=subprocess.DEVNULL,
                  stderr=subprocess.DEVNULL)
-    time.sleep(0.5)
+    for p in ports:
+        listening(tb, host, p)
 
 
 def test_two_tier_paths_shaping_and_edge_meter(cleanup):

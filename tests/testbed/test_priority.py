@@ -20,6 +20,8 @@ from streamband.sdn.client import ControllerClient, ControllerError
 from streamband.sdn.priority import CLASSES, DEFAULT_CLASS, LEAF_LIMIT_PKTS, link_rate_bps
 from streamband.testbed.network import Testbed
 
+from .conftest import expires, listening
+
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the testbed needs root")
 SPEC = "star:hosts=3,link_mbps=20,api=127.0.0.1:8191,openflow=127.0.0.1:6663"
 ASK_MBPS, LINK_MBPS, SECONDS, SWAP_AT = 14.0, 20.0, 12, 6.0
@@ -49,7 +51,8 @@ def test_strict_priority_shares_and_online_swap(cleanup):
         assert r["assigned"] == 2
         assert {(c["flow"]["dst_port"], c["cls"]) for c in client.classes()} == {
             (5201, 1), (5202, 6)}
-        time.sleep(0.5)
+        for f in flows.values():
+            listening(tb, "w3", f["dst_port"])
         t0 = time.monotonic()
         for src, f in flows.items():
             tb.popen(src, ["iperf3", "-c", f["dst_ip"], "-p", str(f["dst_port"]), "-t",
@@ -115,7 +118,7 @@ def test_sender_dscp_marking_selects_the_class(cleanup):
         client.put_classes([{"flow": other, "cls": 0, "port": port}], lease_s=60)  # the tree
         tb.popen("w3", ["iperf3", "-s", "-p", "5201"], stdout=subprocess.DEVNULL,
                  stderr=subprocess.DEVNULL)
-        time.sleep(0.5)
+        listening(tb, "w3", 5201)
         tb.node("w1").cmd(f"iperf3 -c {tb.ip('w3')} -p 5201 -t 1 --tos 0x40")  # CS2
         sent = client.class_bytes(port)
         assert sent[5] > 1e6, sent
@@ -133,15 +136,24 @@ def test_class_leases_expire_to_plain_sharing(cleanup):
         port = tb.switch_port("w3")
         flows = [{"src_ip": tb.ip(s), "dst_ip": tb.ip("w3")} for s in ("w1", "w2")]
         client.put_classes([{"flow": flows[0], "cls": 0, "port": port}], lease_s=1.0)
+        granted = time.monotonic()  # the 1-s lease began before this: at most 1 s is left
         client.put_classes([{"flow": flows[1], "cls": 5, "port": port}], lease_s=30.0)
         assert len(_tc_classes(port)) == 1 + 8  # the link class and 8 leaves
-        time.sleep(1.6)
-        assert [c["cls"] for c in client.classes()] == [5]  # the 1-s one expired
+
+        def listed(cls: int) -> bool:
+            return cls in [c["cls"] for c in client.classes()]
+
+        expires(lambda: listed(0), max(0.0, granted + 1.0 - time.monotonic()))
+        assert [c["cls"] for c in client.classes()] == [5]  # only the 1-s one expired
+        asked = time.monotonic()
         assert client.renew(1.0) == 1  # no meters: the one class lease left
-        time.sleep(0.5)
-        assert [c["cls"] for c in client.classes()] == [5]
-        time.sleep(1.2)
-        assert client.classes() == []
+        renewed = time.monotonic()  # the lease runs 1 s from between these two
+        # a read that ends within the shortest the renewed lease can be still sees the
+        # class, however slow the machine; then it goes within the lease and one check
+        seen = [c["cls"] for c in client.classes()]
+        if time.monotonic() < asked + 1.0:
+            assert seen == [5], seen
+        expires(client.classes, max(0.0, renewed + 1.0 - time.monotonic()))
         assert len(_tc_classes(port)) == 1  # one HTB class: plain sharing
         assert link_rate_bps(port) == pytest.approx(LINK_MBPS * 1e6)
 
@@ -169,7 +181,8 @@ def test_reserved_leaf_keeps_its_rate_and_leaves_take_their_lengths(cleanup):
         servers = {n: tb.popen("w3", ["iperf3", "-s", "-1", "-J", "-p", str(n)],
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
                    for n in (5201, 5202)}
-        time.sleep(0.5)
+        for n in servers:
+            listening(tb, "w3", n)
         tb.popen("w1", ["iperf3", "-c", tb.ip("w3"), "-p", "5201", "-t", str(seconds)],
                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         tb.popen("w2", ["iperf3", "-c", tb.ip("w3"), "-p", "5202", "-u", "-b",
@@ -228,7 +241,8 @@ def test_low_class_backlog_waits_in_its_leaf_not_in_the_send_buffer(cleanup):
                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         tb.popen("w3", ["iperf3", "-s", "-p", "5202"], stdout=subprocess.DEVNULL,
                  stderr=subprocess.DEVNULL)
-        time.sleep(0.5)
+        for n in (5201, 5202):
+            listening(tb, "w3", n)
         tb.popen("w2", ["iperf3", "-c", tb.ip("w3"), "-p", "5202", "-P", "4", "-t",
                         str(SECONDS + 1)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(1.0)  # the low class's backlog builds first

@@ -25,9 +25,14 @@ from streamband.testbed.harness.run import run_dag
 from streamband.testbed.network import ALLOWED_CC, Testbed
 from streamband.testbed.registry import read_state
 
+from .conftest import expires, listening
+
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the testbed needs root")
 DEFAULT_CC = Path("/proc/sys/net/ipv4/tcp_congestion_control")
 SMALL = "star:hosts=2,link_mbps=20,api=127.0.0.1:8191,openflow=127.0.0.1:6663"
+METER_BPS = 5e6
+#: a drop band polices TCP somewhat off the rate: goodput within these shares of it
+METERED = (0.8, 1.15)
 
 
 def test_up_status_down_via_cli(cleanup):
@@ -91,9 +96,9 @@ def metered_iperf(tb: Testbed, client: ControllerClient, lease_s: float) -> None
     """An iperf3 server on w2 and a 5 Mbit/s meter on w1 -> w2:5201."""
     client.wait_ready(1)
     tb.popen("w2", ["iperf3", "-s", "-p", "5201"], stdout=subprocess.DEVNULL)
-    time.sleep(0.5)
+    listening(tb, "w2", 5201)
     flow = {"src_ip": tb.ip("w1"), "dst_ip": tb.ip("w2"), "dst_port": 5201}
-    assert client.put_meters([{"flow": flow, "rate_bps": 5e6}], lease_s=lease_s)[
+    assert client.put_meters([{"flow": flow, "rate_bps": METER_BPS}], lease_s=lease_s)[
         "installed"] == 1
 
 
@@ -104,18 +109,18 @@ def test_meters_stats_and_lease(cleanup):
         metered_iperf(tb, client, lease_s=20.0)
         res = json.loads(tb.node("w1").cmd(f"iperf3 -c {tb.ip('w2')} -p 5201 -t 3 -J"))
         goodput = res["end"]["sum_received"]["bits_per_second"]
-        assert 0.8 * 5e6 < goodput < 1.15 * 5e6
+        assert METERED[0] * METER_BPS < goodput < METERED[1] * METER_BPS
         ports = {p["name"]: p for p in client.ports(fresh=True)}
         assert ports[tb.switch_port("w2")]["tx_bytes"] > res["end"]["sum_received"]["bytes"]
         (m,) = client.flows(fresh=True)
         assert m["bytes"] > 0.9 * res["end"]["sum_received"]["bytes"]
         assert client.renew(1.0) == 1  # the manager's last renewal, then silence
-        t0 = time.monotonic()
-        while client.meters():
-            assert time.monotonic() - t0 < 3.0, "lease did not expire"
-            time.sleep(0.05)
+        # the lease as the controller holds it, read back: gone within it and one check
+        expires(client.meters, max(m["lease_left_s"] for m in client.meters()))
         res = json.loads(tb.node("w1").cmd(f"iperf3 -c {tb.ip('w2')} -p 5201 -t 2 -J"))
-        assert res["end"]["sum_received"]["bits_per_second"] > 12e6  # fail-open: plain TCP
+        # fail-open: plain TCP, past what the meter let through (not a rate an idle
+        # machine's userspace datapath reaches)
+        assert res["end"]["sum_received"]["bits_per_second"] > METERED[1] * METER_BPS
 
 
 def test_controller_crash_and_restart_keep_the_network_usable(cleanup):
@@ -132,12 +137,12 @@ def test_controller_crash_and_restart_keep_the_network_usable(cleanup):
             return json.loads(out)["end"]["sum_received"]["bits_per_second"]
 
         assert "0% packet loss" in tb.node("w1").cmd(f"ping -c 2 -W 1 {tb.ip('w2')}")
-        assert 0.7 * 5e6 < goodput() < 1.15 * 5e6  # still forwarding, meter still on
+        assert 0.7 * METER_BPS < goodput() < METERED[1] * METER_BPS  # forwarding, metered
         tb.restart_controller()
         client = ControllerClient(spec.api)
         client.wait_ready(1)
         assert client.meters() == []  # no lease for the old meter: it is gone
-        assert goodput() > 12e6  # plain TCP sharing again
+        assert goodput() > METERED[1] * METER_BPS  # plain TCP: past what the meter allowed
 
 
 def test_api_rejects_bad_requests(cleanup):
