@@ -602,6 +602,7 @@ def controller():
     yield ctl.http
     ctl.close()
     stop(proc)
+    proc.stderr.close()  # type: ignore[union-attr]
     assert proc.returncode is not None
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"{base}/v1/health", timeout=2)
@@ -719,6 +720,7 @@ def test_controller_refuses_a_token_no_header_can_carry():
     finally:
         for p, _ in started:
             stop(p)
+            p.stderr.close()  # type: ignore[union-attr]
     for run, (_, base), (_, _, words) in zip(runs, started, cases, strict=True):
         one_line(run, words, "printable ASCII")
         with pytest.raises(httpx.ConnectError):

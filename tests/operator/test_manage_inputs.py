@@ -53,16 +53,18 @@ def service(tmp_path_factory: pytest.TempPathFactory):
     path = work / "cluster.yaml"
     path.write_text(yaml.safe_dump(cfg))
     env = {k: v for k, v in os.environ.items() if k != "STREAMBAND_TESTBED"}
-    proc = subprocess.Popen([sys.executable, "-m", "streamband.cli", "manage", "--config",
-                             str(path)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, env={**env, "STREAMBAND_MANAGE_TOKEN": TOKEN},
-                            start_new_session=True)
+    log = work / "manage.log"  # a file, not a pipe nobody reads while the service runs
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "streamband.cli", "manage",
+                                 "--config", str(path)], stdout=out, stderr=subprocess.STDOUT,
+                                env={**env, "STREAMBAND_MANAGE_TOKEN": TOKEN},
+                                start_new_session=True)
     api = httpx.Client(base_url=f"http://{cfg['manager']['listen']}", timeout=10,
                        headers={"authorization": f"Bearer {TOKEN}"})
     try:
         wait_for(lambda: proc.poll() is not None or api.get("/api/v1/status").is_success,
                  120, "the service answers")
-        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        assert proc.poll() is None, log.read_text()[-2000:]
         yield api, cfg, work / "state"
     finally:
         api.close()
