@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["pytester"]
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "system-packages.sh"
 
@@ -75,3 +76,41 @@ def test_every_needed_command_comes_from_the_scripts_packages(needs):
             checked += 1
     if checked == 0:
         pytest.skip("none of the commands is installed here")
+
+
+INNER = '''
+import subprocess
+import pytest
+
+@pytest.fixture
+def broker():  # the name a Kafka broker's fixture has: the conftest knows it needs Java
+    raise AssertionError("never set up: skipped before")
+
+@pytest.fixture
+def system():
+    subprocess.run(["streamband-no-such-tool"], check=True)
+
+def test_needs_java(broker):
+    pass
+
+def test_needs_a_tool(system):
+    pass
+
+def test_fails_for_real():
+    raise FileNotFoundError(2, "No such file or directory", "/etc/streamband-nowhere")
+'''
+
+
+def test_what_is_missing_is_a_skip_and_nothing_else_is(pytester, monkeypatch):
+    """Through tests/conftest.py: a fixture known to need Java is skipped up front when
+    Java is off PATH; a test that fails because a command is missing is reported skipped
+    with that reason; a test that fails for anything else still fails."""
+    pytester.makeconftest((ROOT / "tests" / "conftest.py").read_text())
+    pytester.makepyfile(test_inner=INNER)
+    monkeypatch.setenv("PATH", str(Path(os.__file__).parent))  # no java, javac, mvn
+    r = pytester.runpytest("-p", "no:cacheprovider", "-rs")
+    r.assert_outcomes(skipped=2, failed=1)
+    r.stdout.fnmatch_lines(["*2 tests skipped for what the install step brings*",
+                            "*Java 17 and Maven missing (java, javac, mvn); to run it: sudo "
+                            "make test*", "*streamband-no-such-tool missing; to run it: sudo "
+                            "make test*"])
