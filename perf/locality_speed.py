@@ -115,3 +115,4 @@ if __name__ == "__main__":
     if "--json" in sys.argv:
         with open(sys.argv[sys.argv.index("--json") + 1], "w") as f:
             json.dump(res, f, indent=2)
+    sys.exit(0 if s["ok"] and p["ok"] else 1)  # a missed target fails the run
