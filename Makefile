@@ -48,7 +48,7 @@ test: homes $(STAMP)
 	$(PY) -m pytest -q
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests perf
+	$(VENV)/bin/ruff check --no-cache src tests perf
 	$(VENV)/bin/lint-imports
 	$(PY) -m streamband.docs docs --check
 	for crate in rust/*/; do (cd $$crate && cargo clippy -q --release -- -D warnings) || exit 1; done

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import make_workload, units_workload
 
+from conftest import make_workload, units_workload
 from streamband.model.fabric import big_switch
 from streamband.sim.coflow import fast
 from streamband.sim.coflow.engine import Simulation

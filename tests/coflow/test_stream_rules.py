@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import units_workload
 
+from conftest import units_workload
 from streamband.model.fabric import big_switch
 from streamband.sim.coflow import fast
 from streamband.sim.coflow.engine import Simulation
