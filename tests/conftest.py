@@ -44,7 +44,6 @@ FIXTURES = {"cleanup": ("root", "testbed"), "storm_testbed": ("root", "testbed",
 TESTBED_JAVA = ("root", "testbed", "java")
 MODULES = {"kafka": ("java",), "flink": ("java",), "storm/test_storm_clean.py": ("java",),
            "flink/test_flink_testbed.py": TESTBED_JAVA,
-           "storm/test_appfair_storm.py": TESTBED_JAVA,
            "storm/test_kafka_testbed.py": TESTBED_JAVA,
            "swift/test_swift_cli.py": ("root", "testbed", "swift")}
 

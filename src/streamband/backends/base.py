@@ -23,6 +23,11 @@ import numpy as np
 from streamband.alloc.appfair import app_jain
 from streamband.model.apps import flow_apps, per_app
 
+#: the master host's link on a star, Mbit/s, where a Kafka broker or a Flink JobManager
+#: runs: it serves every source and ships every job's jar, so it must not be one more
+#: bottleneck beside the links under test (1 Gbit/s is what the testbed's switch carries)
+MASTER_MBPS = 1000.0
+
 if TYPE_CHECKING:
     from streamband.model.flows import FlowMap
     from streamband.model.spec import ExperimentSpec, NetworkSweep

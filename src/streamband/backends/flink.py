@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from streamband.alloc.registry import policy_entry
-from streamband.backends.base import Case, RunRecord
+from streamband.backends.base import MASTER_MBPS, Case, RunRecord
 from streamband.errors import PreconditionError, SpecError, nearest
 from streamband.flink.cluster import TAG, FlinkCluster, testbed_spec
 from streamband.flink.managed import ManagedJob
@@ -161,9 +161,10 @@ class FlinkRunner:
         swept = "link_mbps" if net.throttle == "host" else "internal_mbps"
         fields = net.model_dump(exclude={"name", "bandwidth_mbps", "throttle"},
                                 exclude_unset=True)
+        fast = {"master_mbps": MASTER_MBPS} if net.topology == "star" else {}
         spec = TestbedSpec.model_validate({**fields, "topology": net.topology,
                                            swept: case.bandwidth_mbps, "master": True,
-                                           **self.control})
+                                           **fast, **self.control})
         self.out.mkdir(parents=True, exist_ok=True)
         self.tb = Testbed(spec, log_dir=self.out / "testbed")
         self.tb.start()

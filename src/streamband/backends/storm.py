@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from streamband.alloc.registry import policy_entry
-from streamband.backends.base import Case, RunRecord, app_results
+from streamband.backends.base import MASTER_MBPS, Case, RunRecord, app_results
 from streamband.errors import PreconditionError, SpecError, nearest
 from streamband.kafka.broker import Broker, BrokerSpec
 from streamband.kafka.replay import (
@@ -48,9 +48,6 @@ if TYPE_CHECKING:
 #: paced producer fills (independent sources, open loop: the regime where TCP's equal
 #: split costs a join throughput)
 SOURCES = ("spout", "kafka")
-#: Kafka-fed: the master host's link, Mbit/s (the broker there sends every source's
-#: records to the spouts; 1 Gbit/s is what the testbed's userspace switch carries)
-KAFKA_MASTER_MBPS = 1000.0
 #: Kafka-fed: at-most-once (acking off, as throughput-first users run) or at-least-once
 GUARANTEES = ("at-most-once", "at-least-once")
 #: the benches' and ``run``'s ``topology.max.spout.pending``: Storm's own flow control
@@ -174,7 +171,7 @@ class StormRunner:
         star = net.topology == "star"
         # Kafka's broker on the master serves every spout: its link must not be one more
         # bottleneck beside the links under test
-        fast = {"master_mbps": KAFKA_MASTER_MBPS} if star and self.source == "kafka" else {}
+        fast = {"master_mbps": MASTER_MBPS} if star and self.source == "kafka" else {}
         spec = TestbedSpec.model_validate({**fields, "topology": net.topology,
                                            swept: case.bandwidth_mbps, "master": star,
                                            **fast, **self.control})

@@ -21,6 +21,7 @@ the mark, after ``kill -9`` of whatever started it).
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 import shutil
@@ -238,6 +239,13 @@ def testbed_spec(state: dict[str, Any], work_dir: Path, master: str = "master",
                        taskmanagers(ws, placement), Path(work_dir))
 
 
+def _jm_bind(ip: str) -> str:
+    """The JobManager's bind host: ``ip`` on loopback, every address of the host's own
+    namespace on the testbed, because Flink 1.20's REST job submission uploads to the
+    BlobServer at ``localhost`` whatever the bind host (FLINK-38109)."""
+    return ip if ipaddress.ip_address(ip).is_loopback else "0.0.0.0"
+
+
 class FlinkCluster:
     """A JobManager on the master, the TaskManagers on their hosts; ``start`` waits until
     the JobManager's REST API lists every TaskManager. The reporter in every process sends
@@ -261,9 +269,12 @@ class FlinkCluster:
         m = s.master
         conf: dict[str, Any] = {
             "jobmanager.rpc.address": m.ip, "jobmanager.rpc.port": s.rpc_port,
-            "jobmanager.bind-host": m.ip,
+            "jobmanager.bind-host": _jm_bind(m.ip),
             "rest.address": m.ip, "rest.bind-address": m.ip, "rest.port": s.rest_port,
             "blob.server.port": s.blob_port,
+            # the testbed's addresses have no reverse DNS: each lookup would block the
+            # JobMaster's main thread until the resolver times out
+            "jobmanager.retrieve-taskmanager-hostname": False,
             "metrics.reporter.streamband.factory.class":
                 "streamband.flink.reporter.FlowReporterFactory",
             "metrics.reporter.streamband.interval": "1 SECONDS",

@@ -13,7 +13,11 @@ index under 0.9, by design 0.78) and App-Fair is fairer than tcp by at least 0.1
 of its classes through the three applications in a window); every topology completes joins
 in every window; nothing is left running. Expected 8-10 minutes: the cluster (8 supervisors)
 and the broker take about 2, each window about 1.5 to place its three topologies, 10 s of
-warm-up and 60 s measured (estimated from the loopback runs; not yet run on the testbed)."""
+warm-up and 60 s measured. Kept out of ``make test`` (8 supervisors for 10 minutes); the
+checks of ``bench appfair --backend storm`` over ``--repeat`` cover the same ground:
+
+    flock /tmp/streamband-testbed.lock .venv/bin/python -m pytest -q perf/storm_appfair.py
+"""
 
 from __future__ import annotations
 
