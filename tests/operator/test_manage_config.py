@@ -261,6 +261,8 @@ def test_readme_example_is_valid(tmp_path):
     cfg = load_config(f)
     assert cfg.topologies[0].policy == "appaware" and cfg.manager.dt_s == 5
     assert cfg.network.hosts[0].port == "eth2"
+    assert [cfg.engine_of(t) for t in cfg.topologies] == ["storm", "flink"]
+    assert cfg.flink is not None and cfg.flink.profiler == cfg.storm.profiler
 
 
 def test_flink_job_by_name():
