@@ -119,3 +119,25 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         why = "; ".join(sorted({w for k in _skipped for w in k.split("; ")}))
         terminalreporter.write_line(f"{n} tests skipped for what the install step brings "
                                     f"({why}); to run them: {INSTALL}")
+
+
+#: Debian's Chromium, driven by Playwright (the dashboards' tests)
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture
+def browser(tmp_path: Path):
+    """A fresh headless Chromium (its own profile), stopped after the test."""
+    from playwright.sync_api import sync_playwright
+
+    assert shutil.which(CHROMIUM), "Debian's chromium is needed (apt-get install chromium)"
+    with sync_playwright() as p:
+        ctx = p.chromium.launch_persistent_context(
+            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, args=ARGS,
+            viewport={"width": 1400, "height": 1800})
+        try:
+            yield ctx
+        finally:
+            ctx.close()

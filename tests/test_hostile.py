@@ -421,12 +421,13 @@ def free_port(kind: int = socket.SOCK_STREAM) -> int:
 
 
 def cluster(tmp_path: Path) -> dict:
-    """README's cluster.yaml on loopback ports of this test's own, with a second switch
-    (s2: a third host and a trunk from s1)."""
+    """README's cluster.yaml on loopback ports of this test's own (Storm's and Flink's
+    reports on one), with a second switch (s2: a third host and a trunk from s1)."""
     readme = (ROOT / "README.md").read_text().split("`cluster.yaml`, every field")[1]
     cfg = yaml.safe_load(readme.split("```yaml\n", 1)[1].split("```", 1)[0])
     cfg["storm"].update(nimbus=f"127.0.0.1:{free_port()}",
                         profiler=f"127.0.0.1:{free_port(socket.SOCK_DGRAM)}")
+    cfg["flink"].update(rest=f"127.0.0.1:{free_port()}", profiler=cfg["storm"]["profiler"])
     cfg["controller"]["api"] = f"127.0.0.1:{free_port()}"
     cfg["manager"].update(state_dir=str(tmp_path / "state"),
                           listen=f"127.0.0.1:{free_port()}")

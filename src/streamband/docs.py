@@ -94,9 +94,10 @@ def spec_markdown() -> str:
               "(`NetworkSpec`); the testbed adds the control plane.", ""]
     parts += [model_table(m) for m in _models(TestbedSpec)]
     parts += ["## Cluster config (`streamband manage --config cluster.yaml`)", "",
-              "The Storm cluster, the OpenFlow controller and the network between them, known "
-              "by their addresses; the topologies to manage and their policies; the service "
-              "(an example with every field explained is in the README).", ""]
+              "The Storm cluster, the Flink cluster or both, the OpenFlow controller and the "
+              "network between them, known by their addresses; the topologies and jobs to "
+              "manage and their policies; the service (an example with every field explained "
+              "is in the README).", ""]
     parts += [model_table(m) for m in _models(ClusterConfig)]
     return "\n".join(parts)
 

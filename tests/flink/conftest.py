@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from streamband.flink import cluster as fc
+from streamband.procs import marked_env, stop
 
 #: loopback ports: 30000 + Flink's defaults (REST 38081, RPC 36123, TaskManagers 36221...)
 BASE_PORT = 30000
@@ -26,9 +27,7 @@ def assert_gone(work: Path) -> None:
 
 def receiver(spec: fc.ClusterSpec, snapshot: Path) -> subprocess.Popen[bytes]:
     """The profile receiver on the cluster's collector address, writing ``snapshot``,
-    tagged with the cluster (stopped with it)."""
-    from streamband.procs import marked_env
-
+    tagged with the cluster (stopped with it at the latest)."""
     return subprocess.Popen([sys.executable, "-m", "streamband.loop.reports", "--listen",
                              spec.collector, "--out", str(snapshot), "--every", "0.2"],
                             env=marked_env({fc.TAG: str(Path(spec.work_dir).resolve())}),
@@ -36,9 +35,9 @@ def receiver(spec: fc.ClusterSpec, snapshot: Path) -> subprocess.Popen[bytes]:
 
 
 @pytest.fixture(scope="module")
-def loopback(tmp_path_factory: pytest.TempPathFactory):
-    """(cluster, snapshot): two TaskManagers on 127.0.0.2-3 and a receiver; stopped and
-    checked gone."""
+def flink_cluster(tmp_path_factory: pytest.TempPathFactory):
+    """Two TaskManagers on 127.0.0.2-3, one slot each, their reporters sending to
+    ``spec.collector`` (whoever the test has listening there); stopped and checked gone."""
     work = tmp_path_factory.mktemp("flink") / "cluster"
     spec = fc.loopback_spec(work, 2, base_port=BASE_PORT)
     cluster = fc.FlinkCluster(spec)
@@ -46,8 +45,19 @@ def loopback(tmp_path_factory: pytest.TempPathFactory):
         t0 = time.monotonic()
         cluster.start()
         print(f"Flink up in {time.monotonic() - t0:.1f} s: {fc.usage(str(cluster.work))}")
-        receiver(spec, work / "profile.json")
-        yield cluster, work / "profile.json"
+        yield cluster
     finally:
         cluster.stop()
         assert_gone(work)
+
+
+@pytest.fixture
+def loopback(flink_cluster: fc.FlinkCluster):
+    """(cluster, snapshot): the module's cluster and, for this test, a receiver on its
+    collector address writing ``snapshot``."""
+    snapshot = flink_cluster.work / "profile.json"
+    proc = receiver(flink_cluster.spec, snapshot)
+    try:
+        yield flink_cluster, snapshot
+    finally:
+        stop(proc)

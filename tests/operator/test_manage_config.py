@@ -70,6 +70,19 @@ def manage(*args: str, env: dict[str, str] | None = None) -> subprocess.Complete
     ({"manager__full_frac": 1.5}, "manager.full_frac: Input should be less than or equal to 1"),
     ({"controller__api": "localhost"}, "controller.api: expected HOST:PORT"),
     ({"topologies__0__tuple_bytes": {"AB": 1}}, "expected 'SRC->DST'"),
+    ({"storm": None}, "expected a storm: or a flink: section (or both)"),
+    ({"flink": {"rest": "127.0.0.1", "profiler": "127.0.0.1:17072"}},
+     "flink.rest: expected HOST:PORT for Flink's REST API"),
+    ({"flink": {"rest": "jm:8081", "profiler": "jm:7071"}},
+     "flink.profiler: 'jm' is not an IPv4 address"),
+    ({"flink": {"rest": "jm:8081", "profiler": "127.0.0.1:1", "placement_every_s": 0}},
+     "flink.placement_every_s: Input should be greater than 0"),
+    ({"flink": {"rest": "jm:8081", "profiler": "127.0.0.1:1", "nimbus": "x:1"}},
+     "flink.nimbus: unknown key"),
+    ({"topologies__0__engine": "spark"}, "topologies.0.engine: Input should be 'storm' or "
+     "'flink'"),
+    ({"topologies__0__engine": "flink"}, "topologies.0.engine: 'fj' runs on flink, but the "
+     "config has no flink: section"),
 ])
 def test_bad_config_is_one_line(tmp_path, change, expect):
     with pytest.raises(SpecError) as err:
@@ -92,6 +105,30 @@ def test_check_and_token_rule(tmp_path):
     r = manage("--config", str(tmp_path / "nope.yaml"))
     assert r.returncode == 2 and r.stderr.strip() == \
         f"error: --config: {tmp_path / 'nope.yaml'}: no such file"
+
+
+def test_flink_section(tmp_path):
+    """A flink: section beside storm: or alone; a topology's engine is its own, else storm,
+    or flink when the config has no storm: section; both engines' profilers may share one
+    address (one receiver), and two that cannot both be bound are one line, exit 2."""
+    flink = {"rest": "10.0.0.1:8081", "profiler": "127.0.0.1:17072"}
+    only = load_config(write(tmp_path, storm=None, flink=flink))
+    assert only.storm is None and only.flink.placement_every_s == 5.0
+    assert only.engine_of(only.topologies[0]) == "flink"
+    both = load_config(write(tmp_path, flink=flink, topologies=[
+        {"name": "fj"}, {"name": "wc", "engine": "flink"}, {"name": "tt", "engine": "storm"}]))
+    assert [both.engine_of(t) for t in both.topologies] == ["storm", "flink", "storm"]
+    shared = write(tmp_path, flink={**flink, "profiler": GOOD["storm"]["profiler"]},
+                   topologies=[{"name": "fj"}, {"name": "wc", "engine": "flink"}])
+    r = manage("--config", str(shared), "--check")
+    assert r.returncode == 0 and "2 topologies" in r.stdout, r.stderr
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+        u.bind(("127.0.0.1", 0))
+        busy = u.getsockname()[1]
+        r = manage("--config", str(write(tmp_path, flink={**flink, "profiler":
+                                                          f"127.0.0.1:{busy}"})), "--check")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert f"flink.profiler: cannot listen on 127.0.0.1:{busy} (UDP)" in r.stderr
 
 
 def test_busy_port_starts_nothing(tmp_path):
@@ -224,3 +261,20 @@ def test_readme_example_is_valid(tmp_path):
     cfg = load_config(f)
     assert cfg.topologies[0].policy == "appaware" and cfg.manager.dt_s == 5
     assert cfg.network.hosts[0].port == "eth2"
+    assert [cfg.engine_of(t) for t in cfg.topologies] == ["storm", "flink"]
+    assert cfg.flink is not None and cfg.flink.profiler == cfg.storm.profiler
+
+
+def test_flink_job_by_name():
+    """A name Flink lists more than once (a job canceled, submitted again): the running
+    one is managed, the newest of those; with none running, the newest, gone."""
+    from streamband.flink.engine import FlinkEngine
+    from streamband.loop.engine import Job
+
+    listing = [{"jid": "a", "name": "wc", "state": "CANCELED", "start-time": 3},
+               {"jid": "b", "name": "wc", "state": "RUNNING", "start-time": 1},
+               {"jid": "c", "name": "wc", "state": "RUNNING", "start-time": 2},
+               {"jid": "d", "name": "tt", "state": "FAILED", "start-time": 1},
+               {"jid": "e", "name": "tt", "state": "FINISHED", "start-time": 5}]
+    assert FlinkEngine._jobs(listing) == {"wc": Job("c", "RUNNING"),
+                                          "tt": Job("e", "finished", True)}

@@ -5,32 +5,7 @@ refuses and the page asks for it."""
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
-import pytest
-
 from streamband.manage.stage import wait_for
-
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
-
-
-@pytest.fixture
-def browser(tmp_path: Path):
-    """A fresh headless Chromium (its own profile), stopped after the test."""
-    from playwright.sync_api import sync_playwright
-
-    assert shutil.which(CHROMIUM), "Debian's chromium is needed (apt-get install chromium)"
-    with sync_playwright() as p:
-        ctx = p.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, args=ARGS,
-            viewport={"width": 1400, "height": 1800})
-        try:
-            yield ctx
-        finally:
-            ctx.close()
 
 
 def points(page, chart: str) -> int:

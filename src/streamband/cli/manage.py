@@ -10,11 +10,12 @@ import typer
 
 def manage(
     config: Path = typer.Option(..., "--config", help="cluster.yaml: the Storm cluster, the "
-                                "controller, the network, the topologies and their policies"),
+                                "Flink cluster or both, the controller, the network, the "
+                                "topologies and jobs and their policies"),
     check: bool = typer.Option(False, help="check the config and exit"),
 ) -> None:
-    """Run the manager as a service against a Storm cluster and an OpenFlow controller
-    (dashboard, API and /metrics at manager.listen)."""
+    """Run the manager as a service against a Storm cluster, a Flink cluster or both, and
+    an OpenFlow controller (dashboard, API and /metrics at manager.listen)."""
     from streamband.cli.command import out_dir
     from streamband.manage.config import load_config
     from streamband.manage.service import Service, serve

@@ -81,6 +81,9 @@ class ManagerMetrics:
                                "failed open (plain TCP)", ["topology"], registry=r)
         self.controller_up = Gauge("streamband_controller_up", "1 when the controller "
                                    "answered the last step", registry=r)
+        self.info = Gauge("streamband_topology_info", "a managed topology (Storm) or job "
+                          "(Flink) and its engine; always 1", ["topology", "engine"],
+                          registry=r)
         self._flows: dict[str, list[str]] = {}
         if port is not None:
             start_http_server(port, addr=addr, registry=r)

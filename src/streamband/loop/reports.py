@@ -147,16 +147,16 @@ class ProfileReceiver:
     :class:`~streamband.storm.profiler.StormProfiler` reads them. A malformed, non-finite,
     negative or absurd datagram is counted in :attr:`rejected` by reason
     (:func:`check_report`), never kept. A task's counters survive its worker's restart
-    (:class:`CounterCarry`)."""
+    (:class:`CounterCarry`). ``what`` names the endpoint in errors (the config's field)."""
 
-    def __init__(self, listen: str, snapshot: Path) -> None:
+    def __init__(self, listen: str, snapshot: Path, what: str = "profiler") -> None:
         host, _, port = listen.rpartition(":")
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
             self.sock.bind((host, int(port)))
         except OSError as exc:
             self.sock.close()
-            raise PreconditionError(f"storm.profiler: cannot listen on {listen} (UDP): "
+            raise PreconditionError(f"{what}: cannot listen on {listen} (UDP): "
                                     f"{exc.strerror}") from None
         self.sock.settimeout(0.2)
         self.snapshot = snapshot
@@ -219,6 +219,17 @@ class ProfileReceiver:
         tmp.write_text(json.dumps(snap))
         os.replace(tmp, self.snapshot)
         return snap
+
+    def reporters(self, topology_id: str) -> list[dict[str, Any]]:
+        """Who reports the flows of ``topology_id`` (a Storm worker, a Flink TaskManager:
+        ``from``, its ``HOST:PORT``, and ``tm``, a TaskManager's name), the clock ``t``
+        of its latest report and when it arrived (``recv``, this receiver's clock)."""
+        with self.lock:
+            recs = [r for r in self.latest.get("flow", {}).values()
+                    if r.get("topology") == topology_id]
+        return sorted(({"from": f"{r.get('host')}:{r.get('port')}", "tm": r.get("tm"),
+                        "t": r.get("t"), "recv": r.get("recv")} for r in recs),
+                      key=lambda r: r["from"])
 
     def forget(self, topology_id: str) -> None:
         """Drop a killed topology's reports."""

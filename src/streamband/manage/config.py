@@ -1,6 +1,7 @@
-"""``streamband manage``'s ``cluster.yaml``: a Storm cluster, an OpenFlow controller,
-the network between them (switches by dpid, hosts by address, the switch ports that count
-each link), the topologies to manage and the service's settings; validated on load
+"""``streamband manage``'s ``cluster.yaml``: a Storm cluster, a Flink cluster or both, an
+OpenFlow controller, the network between them (switches by dpid, hosts by address, the
+switch ports that count each link), the topologies (Storm) and jobs (Flink) to manage and
+the service's settings; validated on load
 (:func:`load_config`), one line per error. :class:`Network` is the config's network as
 the loop models it: a :class:`~streamband.model.topology.Topology` whose hosts are
 addresses, routed by shortest paths (ECMP by host pair) as the testbed installs them."""
@@ -13,6 +14,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -54,28 +56,56 @@ def _bind_address(v: str, what: str) -> str:
     return v
 
 
-class StormEndpoints(Numbers):
-    """Where the Storm cluster is."""
+class EngineEndpoints(Numbers):
+    """What every engine's section has: where this manager receives the engine's reports
+    (``profiler``, checked here) and how often its placements are read
+    (``placement_every_s``, :func:`_every`)."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("profiler", check_fields=False)
+    @classmethod
+    def _bind(cls, v: str) -> str:
+        return _bind_address(v, "the engine's reports")
+
+
+def _every(what: str) -> Any:
+    """The ``placement_every_s`` field of an engine's section: how often ``what``."""
+    return Field(5.0, gt=0, le=3600, allow_inf_nan=False,
+                 description=f"how often {what}, seconds")
+
+
+class StormEndpoints(EngineEndpoints):
+    """Where the Storm cluster is."""
+
     nimbus: str = Field(description="Nimbus's Thrift address HOST:PORT (Storm's "
                         "nimbus.seeds and nimbus.thrift.port, 6627 by default)")
     profiler: str = Field(description="HOST:PORT where the manager receives the workers' "
                           "FlowReporter datagrams (UDP): the 'manager' of the reporter in the "
                           "cluster's topology.metrics.reporters")
-    placement_every_s: float = Field(5.0, gt=0, le=3600, allow_inf_nan=False,
-                                     description="how often Nimbus is asked for topologies "
-                                     "and their placement, seconds")
+    placement_every_s: float = _every("Nimbus is asked for topologies and their placement")
 
     @field_validator("nimbus")
     @classmethod
     def _hp(cls, v: str) -> str:
         return _address(v, "a Storm endpoint")
 
-    @field_validator("profiler")
+
+class FlinkEndpoints(EngineEndpoints):
+    """Where the Flink cluster is."""
+
+    rest: str = Field(description="the JobManager's REST address HOST:PORT (Flink's "
+                      "rest.address and rest.port, 8081 by default)")
+    profiler: str = Field(description="IP:PORT where the manager receives the reporter "
+                          "plug-in's datagrams (UDP): metrics.reporter.streamband.manager in "
+                          "the cluster's config.yaml; may be storm.profiler's (one receiver)")
+    placement_every_s: float = _every("the REST API is asked for jobs and their subtasks' "
+                                      "TaskManagers")
+
+    @field_validator("rest")
     @classmethod
-    def _bind(cls, v: str) -> str:
-        return _bind_address(v, "the workers' reports")
+    def _hp(cls, v: str) -> str:
+        return _address(v, "Flink's REST API")
 
 
 class ControllerEndpoint(Numbers):
@@ -102,10 +132,12 @@ class SwitchConfig(Numbers):
 
 
 class HostConfig(Numbers):
-    """A machine that runs Storm workers, and its link to its switch."""
+    """A machine that runs Storm workers or Flink TaskManagers, and its link to its
+    switch."""
 
     model_config = ConfigDict(extra="forbid")
-    ip: str = Field(description="its IPv4 address (Storm's storm.local.hostname)")
+    ip: str = Field(description="its IPv4 address (Storm's storm.local.hostname, Flink's "
+                    "taskmanager.host)")
     switch: str = Field(description="the switch it is attached to")
     port: str = Field(min_length=1, description="the switch port (interface name) it is "
                       "attached to: its uplink is counted as received there, its downlink "
@@ -151,16 +183,22 @@ class NetworkConfig(Numbers):
 
 
 class TopologyConfig(Numbers):
-    """A topology to manage (by name; it may be submitted later, killed or rebalanced
-    while the manager runs)."""
+    """A topology (Storm) or job (Flink) to manage, by name; it may be submitted later,
+    killed or rebalanced (Storm), canceled and submitted again (Flink) while the manager
+    runs."""
 
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(min_length=1, description="the topology's name in Storm")
+    name: str = Field(min_length=1, description="the topology's name in Storm, or the "
+                      "job's name in Flink (the newest running job of that name)")
+    engine: Literal["storm", "flink"] | None = Field(
+        None, description="storm or flink: the engine it runs on (default: storm, or flink "
+        "when the config has a flink: section and no storm:)")
     policy: str = Field("appaware", description="its allocation policy (tcp, appaware, "
                         "maxmin, weighted, observe); switchable live through the API")
     tuple_bytes: dict[str, float] = Field({}, description="bytes per tuple of an edge "
-                                          "'SRC->DST' until the switch has measured it "
-                                          "(default 1024)")
+                                          "'SRC->DST' (components; in Flink an operator "
+                                          "chain's first operator) until the switch has "
+                                          "measured it (default 1024)")
 
     @field_validator("policy")
     @classmethod
@@ -212,15 +250,25 @@ class ManagerSettings(Numbers):
 
 
 class ClusterConfig(Numbers):
-    """``streamband manage --config cluster.yaml``: a Storm cluster, an OpenFlow
-    controller, the network between them, the topologies to manage, the service."""
+    """``streamband manage --config cluster.yaml``: a Storm cluster, a Flink cluster or
+    both, an OpenFlow controller, the network between them, the topologies and jobs to
+    manage, the service."""
 
     model_config = ConfigDict(extra="forbid")
-    storm: StormEndpoints
+    storm: StormEndpoints | None = Field(None, description="the Storm cluster (this or "
+                                         "flink, or both)")
+    flink: FlinkEndpoints | None = Field(None, description="the Flink cluster (this or "
+                                         "storm, or both)")
     controller: ControllerEndpoint
     network: NetworkConfig
     topologies: list[TopologyConfig] = Field(min_length=1)
     manager: ManagerSettings
+
+    def engine_of(self, t: TopologyConfig) -> str:
+        """The engine ``t`` runs on: its own ``engine``, else storm, or flink when the
+        config has only a flink section."""
+        return t.engine or ("flink" if self.storm is None and self.flink is not None
+                            else "storm")
 
 
 def check_policy(name: str) -> str:
@@ -249,6 +297,14 @@ def load_config(path: Path) -> ClusterConfig:
         cfg = ClusterConfig.model_validate(data)
     except ValidationError as exc:
         raise SpecError(one_line(exc, str(path), ClusterConfig)) from None
+    if cfg.storm is None and cfg.flink is None:
+        raise SpecError(f"{path}: expected a storm: or a flink: section (or both): the "
+                        "engines whose topologies and jobs are managed")
+    for i, t in enumerate(cfg.topologies):
+        engine = cfg.engine_of(t)
+        if getattr(cfg, engine) is None:
+            raise SpecError(f"{path}: topologies.{i}.engine: {t.name!r} runs on {engine}, "
+                            f"but the config has no {engine}: section")
     net = cfg.network
     names = [s.name for s in net.switches]
     for what, values in (("name", names), ("dpid", [s.dpid for s in net.switches])):

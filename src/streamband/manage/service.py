@@ -1,9 +1,15 @@
 """``streamband manage --config cluster.yaml``: the manager of 000 Fig. 4 / §V-A as a
-long-running service beside a Storm cluster known by its addresses
-(:mod:`streamband.manage.config`), never Mininet.
+long-running service beside a Storm cluster, a Flink cluster or both, known by their
+addresses (:mod:`streamband.manage.config`), never Mininet.
 
-Every Δt, for every managed topology that runs: observe (Storm's profiler,
-:class:`~streamband.storm.profiler.ClusterProfiler`, and link statistics), decide (its
+Each engine is a source of placements and flow states
+(:class:`~streamband.loop.engine.Engine`): :class:`~streamband.storm.engine.StormEngine`
+(Nimbus and the workers' reports), :class:`~streamband.flink.engine.FlinkEngine` (the
+REST API and the reporter plug-in's). Past it a Flink job is managed as a Storm topology
+is, and "topology" below means either.
+
+Every Δt, for every managed topology that runs: observe (its engine's profiler summed per
+flow, :class:`~streamband.loop.engine.SwitchMeasured`, and link statistics), decide (its
 policy, switchable live), then one enforcement of every topology's flows through the
 meter enforcer every backend uses (:class:`~streamband.loop.openflow.MeterEnforcer`: one
 batch, leased for 3 Δt or 3 of the recent gaps between steps when they run late,
@@ -19,11 +25,12 @@ batch, leased for 3 Δt or 3 of the recent gaps between steps when they run late
   has no measured rate yet: its traffic would read as cross traffic (000 §IV-A2) and
   shrink the allocatable capacity, so the step holds until every counter has a rate.
 
-Every ``placement_every_s`` Nimbus is asked for the topologies and their placement: a
-topology submitted, killed or rebalanced is picked up (placement re-read, flows re-mapped)
-while the service runs. The state directory (:mod:`streamband.manage.state`) keeps the
-policies, allocations, leases, the last safe allocation and the routing; a restarted
-service re-applies the last safe allocation at once if its lease would still run.
+Every ``placement_every_s`` each engine is asked for its topologies and their placement
+(Nimbus; Flink's REST API): a topology submitted, killed or rebalanced, a job canceled
+and submitted again, is picked up (placement re-read, flows re-mapped) while the service
+runs. The state directory (:mod:`streamband.manage.state`) keeps the policies,
+allocations, leases, the last safe allocation and the routing; a restarted service
+re-applies the last safe allocation at once if its lease would still run.
 
 The dashboard, its JSON API and ``/metrics`` are served by :mod:`.dashboard`.
 """
@@ -35,7 +42,7 @@ import os
 import socket
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +52,8 @@ import numpy as np
 from streamband.alloc.base import GarbageState
 from streamband.alloc.registry import POLICIES
 from streamband.errors import OptionError, PreconditionError
+from streamband.flink.engine import FlinkEngine
+from streamband.loop.engine import Engine, EngineError, FlowMapping, SwitchMeasured
 from streamband.loop.guard import HarmGuard
 from streamband.loop.live import ManagerMetrics
 from streamband.loop.manager import LEASE_STEPS, Allocation, Lease, Manager
@@ -60,12 +69,12 @@ from streamband.manage.config import (
 from streamband.manage.state import State
 from streamband.sdn.auth import LOOPBACK
 from streamband.sdn.client import ControllerClient, ControllerError
-from streamband.storm.flows import FlowMapping, map_flows
-from streamband.storm.nimbus import NimbusClient, NimbusError
-from streamband.storm.profiler import ClusterProfiler
+from streamband.storm.engine import StormEngine
 
 #: points of history the dashboard's charts show per topology
 SERIES = 300
+#: what each engine's pairs (one TCP connection each) are called
+PAIRS = {"storm": "worker pairs", "flink": "TaskManager pairs"}
 
 
 class StepCounters:
@@ -140,16 +149,18 @@ def policy_fn(name: str) -> Any:
 
 @dataclass
 class Managed:
-    """One managed topology: its policy, where it runs, its flows and their adapters."""
+    """One managed topology (or job): its engine, its policy, where it runs, its flows
+    and their adapters."""
 
     cfg: TopologyConfig
     policy: str
+    engine: str = "storm"
     id: str | None = None
     status: str = "not submitted"
     signature: tuple[Any, ...] | None = None
     placement: dict[str, Any] = field(default_factory=dict)
     mapping: FlowMapping | None = None
-    profiler: ClusterProfiler | None = None
+    profiler: SwitchMeasured | None = None
     linkstats: ControllerLinkStats | None = None
     manager: Manager | None = None
     collect: _Collect = field(default_factory=_Collect)
@@ -187,11 +198,24 @@ class Service:
         self.enforcer = MeterEnforcer(self.client, [], self.dt)
         self.lease = Lease(self.dt)
         self.lease_s = LEASE_STEPS * self.dt  # the lease of the last push
-        self.nimbus = NimbusClient(cfg.storm.nimbus, timeout=5.0)
+        self.engines: dict[str, Engine] = {}
+        if cfg.storm is not None:
+            self.engines["storm"] = StormEngine(cfg.storm.nimbus, cfg.storm.placement_every_s)
+        if cfg.flink is not None:
+            self.engines["flink"] = FlinkEngine(cfg.flink.rest, cfg.flink.placement_every_s)
         self.state: State = None  # type: ignore[assignment]  # opened by start()
-        self.snapshot = Path(cfg.manager.state_dir) / "profile.json"
-        self.receiver: ProfileReceiver | None = None
-        self.tops = {t.name: Managed(t, t.policy) for t in cfg.topologies}
+        #: one profile receiver per profiler address (engines may share one), each with
+        #: its snapshot: profile.json, and profile-flink.json for a receiver of its own
+        self.listen = profiler_addresses(cfg)
+        self.snapshots: dict[str, Path] = {}
+        for engine, addr in self.listen.items():
+            if addr not in self.snapshots:
+                self.snapshots[addr] = Path(cfg.manager.state_dir) / (
+                    f"profile-{engine}.json" if self.snapshots else "profile.json")
+        self.receivers: dict[str, ProfileReceiver] = {}
+        self.tops = {t.name: Managed(t, t.policy, cfg.engine_of(t)) for t in cfg.topologies}
+        for t in cfg.topologies:
+            self.metrics.info.labels(t.name, cfg.engine_of(t)).set(1)
         self.lock = threading.RLock()
         self.alerts: dict[str, dict[str, Any]] = {}
         self.meters: list[dict[str, Any]] = []
@@ -199,7 +223,6 @@ class Service:
         self.steps = 0
         self.starts = 0
         self.started_at = time.time()
-        self._edges: dict[str, list[tuple[str, str]]] = {}
         self._pushed = False
         #: topology -> (until, flow keys, rates): a resumed allocation not yet re-mapped
         self.resumed: dict[str, tuple[float, list[dict[str, Any]], list[float]]] = {}
@@ -220,20 +243,33 @@ class Service:
                               f"a token in ${cfg.manager.token_env or '(manager.token_env)'}")
         if ports:
             bind(cfg.manager.listen).close()
-            ProfileReceiver(cfg.storm.profiler, Path(os.devnull)).stop()
+            held = []
+            try:  # both at once: two engines' receivers on one port cannot both bind
+                for engine, addr in profiler_addresses(cfg).items():
+                    if addr not in [a for a, _ in held]:
+                        held.append((addr, ProfileReceiver(addr, Path(os.devnull),
+                                                           f"{engine}.profiler")))
+            finally:
+                for _, rx in held:
+                    rx.stop()
         return token
 
     # -- life cycle ---------------------------------------------------------------------
     def start(self) -> Service:
-        """Bind the profiler endpoint, resume from the state, start the loop and the
-        placement watcher."""
-        self.receiver = ProfileReceiver(self.cfg.storm.profiler, self.snapshot)
+        """Bind the profiler endpoints, resume from the state, start the loop and the
+        placement watchers (one per engine)."""
         try:
+            for engine, addr in self.listen.items():
+                if addr not in self.receivers:
+                    self.receivers[addr] = ProfileReceiver(addr, self.snapshots[addr],
+                                                           f"{engine}.profiler")
             self.state = State(self.cfg.manager.state_dir, self.cfg.manager.keep_allocations)
         except BaseException:
-            self.receiver.stop()
+            for rx in self.receivers.values():
+                rx.stop()
             raise
-        self.receiver.start()
+        for rx in self.receivers.values():
+            rx.start()
         for name, policy in self.state.policies().items():
             if name in self.tops:
                 self.tops[name].policy = policy  # as last switched through the API
@@ -241,9 +277,14 @@ class Service:
         self.state.event("start", f"start {self.starts} (Δt {self.dt:g} s, state "
                          f"{self.cfg.manager.state_dir})")
         self.resume()
-        self.watch_once()
-        for name, fn in (("manager", self._run), ("placement", self._watch)):
-            t = threading.Thread(target=fn, name=name, daemon=True)
+        for engine in self.engines.values():
+            self._watch_safe(engine)
+        t = threading.Thread(target=self._run, name="manager", daemon=True)
+        t.start()
+        self._threads.append(t)
+        for engine in self.engines.values():
+            t = threading.Thread(target=self._watch, args=(engine,),
+                                 name=f"placement-{engine.name}", daemon=True)
             t.start()
             self._threads.append(t)
         return self
@@ -252,8 +293,8 @@ class Service:
         self._stop.set()
         for t in self._threads:
             t.join(10)
-        if self.receiver:
-            self.receiver.stop()
+        for rx in self.receivers.values():
+            rx.stop()
         self.client.close()
         if self.state is not None:
             self.state.close()
@@ -271,13 +312,23 @@ class Service:
                 nxt = time.monotonic()
             self._stop.wait(max(0.0, nxt - time.monotonic()))
 
-    def _watch(self) -> None:
-        while not self._stop.wait(self.cfg.storm.placement_every_s):
-            try:
-                self.watch_once()
-                self._clear("error:placement")
-            except Exception as exc:
-                self._error("placement", f"{type(exc).__name__}: {exc}")
+    def _watch(self, engine: Engine) -> None:
+        while not self._stop.wait(engine.every_s):
+            self._watch_safe(engine)
+
+    def _watch_safe(self, engine: Engine) -> None:
+        """:meth:`watch_engine`; whatever it raises is an alert, never the watcher's end."""
+        try:
+            self.watch_engine(engine)
+            self._clear(f"error:placement-{engine.name}")
+        except Exception as exc:
+            self.metrics.errors.labels("placement").inc()
+            self._alert(f"error:placement-{engine.name}", "error",
+                        f"{type(exc).__name__}: {exc}")
+
+    def receiver(self, mt: Managed) -> ProfileReceiver:
+        """The receiver of ``mt``'s engine's reports."""
+        return self.receivers[self.listen[mt.engine]]
 
     # -- alerts -----------------------------------------------------------------------------
     def _alert(self, key: str, kind: str, message: str, topology: str = "") -> None:
@@ -331,50 +382,53 @@ class Service:
 
     # -- the flow mapper --------------------------------------------------------------------
     def watch_once(self) -> None:
-        """Re-read topologies and placements from Nimbus; re-map what changed."""
+        """Re-read every engine's topologies and placements; re-map what changed."""
+        for engine in self.engines.values():
+            self.watch_engine(engine)
+
+    def watch_engine(self, engine: Engine) -> None:
+        """Re-read ``engine``'s topologies and placements; re-map what changed."""
         try:
-            listing = self.nimbus.cluster()
-        except NimbusError as exc:
-            self.metrics.errors.labels("nimbus").inc()
-            self._alert("nimbus", "Nimbus unreachable", str(exc))
+            listing = engine.jobs()
+        except EngineError as exc:
+            self.metrics.errors.labels(engine.name).inc()
+            self._alert(engine.name, f"{engine.api} unreachable", str(exc))
             return
-        self._clear("nimbus", "Nimbus answers again")
-        by_name = {t["name"]: t for t in listing["topologies"]}
-        for mt in list(self.tops.values()):
-            t = by_name.get(mt.name)
-            if t is None or t["status"] == "KILLED":
+        self._clear(engine.name, f"{engine.api} answers again")
+        for mt in [m for m in self.tops.values() if m.engine == engine.name]:
+            job = listing.get(mt.name)
+            if job is None or job.gone:
                 if mt.id is not None:
-                    self._unmap(mt, f"topology {mt.name} is gone from Nimbus ({mt.id})")
-                mt.status = "not submitted" if t is None else "killed"
+                    self._unmap(mt, f"{engine.noun} {mt.name} is gone from {engine.api} "
+                                f"({mt.id})")
+                mt.status = "not submitted" if job is None else job.status
                 continue
             try:
-                info = self.nimbus.topology_info(t["id"])
-            except NimbusError as exc:
-                self.metrics.errors.labels("nimbus").inc()
-                self._alert(f"nimbus:{mt.name}", "Nimbus unreachable", str(exc), mt.name)
+                placed = engine.placement(job.id)
+                mt.status = job.status
+                if placed is None:
+                    continue  # being scheduled
+                sig, info = placed
+                if sig != mt.signature or job.id != mt.id:
+                    self._map(mt, engine, job.id, sig, info)
+            except EngineError as exc:
+                self.metrics.errors.labels(engine.name).inc()
+                self._alert(f"{engine.name}:{mt.name}", f"{engine.api} unreachable", str(exc),
+                            mt.name)
                 continue
-            self._clear(f"nimbus:{mt.name}")
-            mt.status = t["status"]
-            ex = info["executors"]
-            if not ex or not all(e["host"] and e["port"] for e in ex):
-                continue  # being scheduled
-            sig = tuple(sorted((e["component"], e["task_start"], e["host"], e["port"])
-                               for e in ex))
-            if sig != mt.signature or t["id"] != mt.id:
-                self._map(mt, t["id"], info)
+            self._clear(f"{engine.name}:{mt.name}")
 
-    def _map(self, mt: Managed, topology_id: str, info: dict[str, Any]) -> None:
-        if topology_id not in self._edges:
-            self._edges[topology_id] = self.nimbus.edges(topology_id)
-        mapping = map_flows(info, self._edges[topology_id], self.net.topo, mt.cfg.tuple_bytes)
+    def _map(self, mt: Managed, engine: Engine, topology_id: str, signature: Any,
+             info: dict[str, Any]) -> None:
+        mapping = engine.flows(topology_id, info, self.net.topo, mt.cfg.tuple_bytes)
+        rx = self.receiver(mt)
         with self.lock:
             old = mt.id
-            if old and old != topology_id and self.receiver:
-                self.receiver.forget(old)
+            if old and old != topology_id:
+                rx.forget(old)
             mt.id, mt.placement, mt.mapping = topology_id, info, mapping
-            mt.signature = tuple(sorted((e["component"], e["task_start"], e["host"], e["port"])
-                                        for e in info["executors"]))
-            mt.profiler = ClusterProfiler(self.snapshot, topology_id, mapping,
+            mt.signature = signature
+            mt.profiler = engine.profiler(rx.snapshot, topology_id, mapping,
                                           self.counters.bytes_by_key)
             mt.linkstats = ControllerLinkStats(self.counters, self.net.topo.capacities,  # type: ignore[arg-type]
                                                self.net.ports, mapping.routing, mapping.keys)
@@ -397,11 +451,11 @@ class Service:
             self.state.drop_safe(mt.name)
         what = "placement read" if old is None else "placement changed, flows re-mapped"
         self.state.event("placement", f"{what}: {mapping.n} flows "
-                         f"({len(mapping.pairs)} worker pairs) on {len(mapping.paths)} paths",
-                         mt.name)
+                         f"({len(mapping.pairs)} {PAIRS[mt.engine]}) on {len(mapping.paths)} "
+                         "paths", mt.name)
         if mapping.unrouted:
             self._alert(f"unrouted:{mt.name}", "unmanaged flows", f"{len(mapping.unrouted)} "
-                        f"worker pairs between hosts the config does not list", mt.name)
+                        f"{PAIRS[mt.engine]} between hosts the config does not list", mt.name)
 
     def _saved(self, name: str, mapping: FlowMapping) -> np.ndarray | None:
         """The stored last safe allocation of ``name`` if it is for these very flows and
@@ -417,8 +471,8 @@ class Service:
 
     def _unmap(self, mt: Managed, why: str) -> None:
         with self.lock:
-            if self.receiver and mt.id:
-                self.receiver.forget(mt.id)
+            if mt.id:
+                self.receiver(mt).forget(mt.id)
             mt.id, mt.signature, mt.mapping, mt.manager = None, None, None, None
             mt.profiler, mt.linkstats = None, None
             mt.rates, mt.safe = np.zeros(0), None
@@ -453,8 +507,8 @@ class Service:
         """One allocation of every managed topology, pushed as one meter batch."""
         t0 = time.perf_counter()
         now = time.time()
-        assert self.receiver is not None
-        snap = self.receiver.write()
+        snaps = {addr: rx.write() for addr, rx in self.receivers.items()}
+        snap = {name: snaps[self.listen[mt.engine]] for name, mt in self.tops.items()}
         self._count_rejected()
         try:
             self.counters.refresh()
@@ -465,7 +519,7 @@ class Service:
             with self.lock:  # the topologies' throughput is still seen (the profiler's)
                 for mt in self.tops.values():
                     if mt.mapping is not None:
-                        self._observe_app(mt, snap, now)
+                        self._observe_app(mt, snap[mt.name], now)
             return
         with self.lock:
             keys: list[dict[str, Any]] = []
@@ -479,7 +533,7 @@ class Service:
                 keys += mt.mapping.keys
                 rates += [float(r) for r in mt.rates]
                 owners += [mt.name] * mt.mapping.n
-                self._observe_app(mt, snap, now)
+                self._observe_app(mt, snap[mt.name], now)
                 done.append((mt, alloc, now))
             for name, (until, kept_keys, kept_rates) in list(self.resumed.items()):
                 if now < until and self.tops[name].mapping is None:
@@ -525,8 +579,8 @@ class Service:
     def _decide(self, mt: Managed, now: float) -> Allocation | None:
         """Set ``mt.rates`` and ``mt.decision``; returns the policy's allocation when the
         policy ran."""
-        assert self.receiver is not None and mt.manager is not None and mt.mapping is not None
-        seen = self.receiver.last_flow.get(mt.id or "")
+        assert mt.manager is not None and mt.mapping is not None
+        seen = self.receiver(mt).last_flow.get(mt.id or "")
         # silence counts from the last report, or from when this service began to listen
         age = now - (seen or max(self.started_at, mt.mapped_at))
         self.metrics.report_age.labels(mt.name).set(age)
@@ -590,10 +644,11 @@ class Service:
         return alloc
 
     def _count_rejected(self) -> None:
-        assert self.receiver is not None
-        with self.receiver.lock:
-            got = dict(self.receiver.rejected)
-            self.receiver.rejected.clear()
+        got: Counter[str] = Counter()
+        for rx in self.receivers.values():
+            with rx.lock:
+                got.update(rx.rejected)
+                rx.rejected.clear()
         for why, n in got.items():
             self.metrics.rejected.labels(why).inc(n)
             self._alert("garbage:reports", "garbage metrics", f"{n} profiler reports with "
@@ -654,7 +709,8 @@ class Service:
             for mt in self.tops.values():
                 m = mt.mapping
                 tops.append({
-                    "name": mt.name, "id": mt.id, "status": mt.status, "policy": mt.policy,
+                    "name": mt.name, "engine": mt.engine, "id": mt.id, "status": mt.status,
+                    "policy": mt.policy,
                     "decision": mt.decision,
                     "guard": None if mt.manager is None or mt.manager.guard is None else {
                         "capping": mt.manager.guard.capping, "moved": mt.manager.guard.moved},
@@ -664,6 +720,7 @@ class Service:
                         for n, k, idx, path in zip(m.names, m.keys, m.members, m.paths,
                                                    strict=True)],
                     "unrouted": [] if m is None else m.unrouted,
+                    "reporters": [] if mt.id is None else self.receiver(mt).reporters(mt.id),
                     "throughput_tps": mt.tput, "latency_s": mt.latency_s,
                     "totals": mt.totals,
                     "series": list(mt.series)[-points:],
@@ -680,6 +737,16 @@ class Service:
                 "alerts": sorted(self.alerts.values(), key=lambda a: a["since"]),
                 "events": self.state.events(30),
             }
+
+
+def profiler_addresses(cfg: ClusterConfig) -> dict[str, str]:
+    """Engine -> the address its profiler endpoint listens on (engines may share one)."""
+    out = {}
+    for engine in ("storm", "flink"):
+        section = getattr(cfg, engine)
+        if section is not None:
+            out[engine] = section.profiler
+    return out
 
 
 def bind(listen: str) -> socket.socket:

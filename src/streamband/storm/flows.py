@@ -8,18 +8,13 @@ when another connection from the same host shares those three."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import scipy.sparse as sp
-
+from streamband.loop.engine import DEFAULT_TUPLE_BYTES, FlowMapping, group_flows
 from streamband.loop.sockets import TcpSocket
-from streamband.model.routing import Router, routing_matrix
 from streamband.model.topology import Topology
-
-#: bytes per message assumed until the switch has counted a flow
-DEFAULT_TUPLE_BYTES = 1024.0
 
 _WORKER_PORT = re.compile(rb"-Dworker\.port=(\d+)")
 
@@ -137,26 +132,6 @@ def flow_match(p: WorkerPair) -> dict[str, Any]:
     return {"src_ip": p.src.host, "dst_ip": p.dst.host, "proto": "tcp", "dst_port": p.dst.port}
 
 
-@dataclass
-class FlowMapping:
-    """The network flows of one placement: flow ``i`` is ``keys[i]``, carrying the worker
-    pairs ``members[i]`` (indices into ``pairs``), on the links of row ``i`` of
-    ``routing``; ``unrouted``: pairs between hosts the config does not list."""
-
-    pairs: list[WorkerPair]
-    keys: list[dict[str, Any]]
-    names: list[str]
-    members: list[list[int]]
-    routing: sp.csr_matrix
-    paths: list[list[int]]
-    bytes_hint: list[float]
-    unrouted: list[str] = field(default_factory=list)
-
-    @property
-    def n(self) -> int:
-        return len(self.keys)
-
-
 def map_flows(info: dict[str, Any], edges: list[tuple[str, str]], topo: Topology,
               tuple_bytes: dict[str, float] | None = None) -> FlowMapping:
     """The network flows of a placement (Nimbus's ``topology_info``) and its edges on
@@ -164,35 +139,12 @@ def map_flows(info: dict[str, Any], edges: list[tuple[str, str]], topo: Topology
     ``'SRC->DST'`` until the switch has measured it (default
     :data:`DEFAULT_TUPLE_BYTES`)."""
     hint = tuple_bytes or {}
-    pairs, unrouted = [], []
-    for p in component_pairs(info, [e for e in edges if not e[0].startswith("__")]):
-        if not p.remote:
-            continue
-        if p.src.host in topo.hosts and p.dst.host in topo.hosts:
-            pairs.append(p)
-        else:
-            unrouted.append(p.name)
-    keys: list[dict[str, Any]] = []
-    members: list[list[int]] = []
-    where: dict[tuple[Any, ...], int] = {}
-    for i, p in enumerate(pairs):
-        k = flow_match(p)
-        t = tuple(sorted(k.items()))
-        if t not in where:
-            where[t] = len(keys)
-            keys.append(k)
-            members.append([])
-        members[where[t]].append(i)
-    names = [f"{k['src_ip']}->{k['dst_ip']}:{k['dst_port']}" for k in keys]
-    router = Router(topo, "ecmp")
-    ends = [(k["src_ip"], k["dst_ip"]) for k in keys]
-    paths = [list(x) for x in router.paths(ends, ends)] if keys else []
-    routing = routing_matrix(paths, len(topo.links)) if keys else sp.csr_matrix(
-        (0, len(topo.links)))
-    bytes_hint = []
-    for i in range(len(pairs)):
-        a, b = pairs[i].label.split("->")
-        bytes_hint.append(float(hint.get(f"{a.split('[')[0]}->{b.split('[')[0]}",
-                                         DEFAULT_TUPLE_BYTES)))
-    return FlowMapping(pairs, keys, names, members, routing.tocsr(), paths, bytes_hint,
-                       unrouted)
+    pairs = [p for p in component_pairs(info, [e for e in edges if not e[0].startswith("__")])
+             if p.remote]
+    hints = []
+    for p in pairs:
+        a, b = p.label.split("->")
+        hints.append(float(hint.get(f"{a.split('[')[0]}->{b.split('[')[0]}",
+                                    DEFAULT_TUPLE_BYTES)))
+    return group_flows(pairs, [flow_match(p) for p in pairs], hints, [p.name for p in pairs],
+                       topo)

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from streamband.alloc.base import FlowState
+from streamband.loop.engine import Counters, SwitchMeasured
 from streamband.loop.reports import read_snapshot, worker_reports
 from streamband.loop.sockets import TcpSocket, tcp_sockets
 from streamband.storm.flows import FlowMapping, WorkerPair, connection
@@ -237,7 +238,7 @@ def _age(snap: dict[str, Any], reports: dict[tuple[str, int], dict[str, Any]],
     return float(snap.get("time", 0.0) - min(t)) if t else None
 
 
-class ClusterProfiler:
+class ClusterProfiler(SwitchMeasured):
     """The 5-metric tuple of every network flow of one topology (000 §IV-A1): the
     worker pairs' states from :class:`StormProfiler` (no socket view: bytes from messages
     times bytes per message) summed per flow; the bytes sent, and from them the bytes per
@@ -245,38 +246,17 @@ class ClusterProfiler:
     controller's cumulative bytes per flow key)."""
 
     def __init__(self, snapshot: Path, topology_id: str, mapping: FlowMapping,
-                 counters: Any) -> None:
-        self.mapping = mapping
-        self.counters = counters
-        self.inner = StormProfiler(snapshot, topology_id, mapping.pairs,
+                 counters: Counters) -> None:
+        self.storm = StormProfiler(snapshot, topology_id, mapping.pairs,
                                    hint_bytes=mapping.bytes_hint)
-        self.keys = [tuple(sorted(k.items())) for k in mapping.keys]
-        self._bytes = self._switch_bytes()
-        self.last: dict[str, Any] | None = None
+        super().__init__(self.storm, mapping, counters)
 
-    def _switch_bytes(self) -> np.ndarray:
-        got = self.counters()
-        return np.array([got.get(k, np.nan) for k in self.keys], float)
+    def measured(self, idx: list[int], sent: float) -> None:
+        msgs = np.asarray(self.storm.last["msgs"], float) if self.storm.last else np.zeros(
+            len(self.mapping.pairs))
+        d_msgs = float(msgs[idx].sum())
+        if d_msgs > 0 and sent > 0:
+            self.storm.bpm[idx] = 0.5 * self.storm.bpm[idx] + 0.5 * sent / d_msgs
 
-    def flow_state(self) -> FlowState:
-        m = self.mapping
-        pair = self.inner.flow_state()
-        msgs = np.asarray(self.inner.last["msgs"], float) if self.inner.last else np.zeros(
-            len(m.pairs))
-        now = self._switch_bytes()
-        measured = now - self._bytes  # NaN where not counted, negative after a re-install
-        self._bytes = now
-        agg = [np.zeros(m.n) for _ in range(5)]
-        for f, idx in enumerate(m.members):
-            for j, a in enumerate((pair.ls0, pair.ls1, pair.lr0, pair.lr1, pair.sent)):
-                agg[j][f] = float(np.sum(np.asarray(a)[idx]))
-            d_msgs = float(msgs[idx].sum())
-            if np.isfinite(measured[f]) and measured[f] >= 0:
-                agg[4][f] = measured[f]
-                if d_msgs > 0 and measured[f] > 0:
-                    bpm = measured[f] / d_msgs
-                    self.inner.bpm[idx] = 0.5 * self.inner.bpm[idx] + 0.5 * bpm
-        state = FlowState(*agg)
-        self.last = {"sent": agg[4].tolist(), "ls": agg[1].tolist(), "lr": agg[3].tolist(),
-                     "bytes_per_msg": self.inner.bpm.tolist()}
-        return state.check()
+    def extra(self) -> dict[str, Any]:
+        return {"bytes_per_msg": self.storm.bpm.tolist()}

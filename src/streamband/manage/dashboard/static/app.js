@@ -58,7 +58,7 @@ function draw(id, target, labels, xs, ys, opts = {}) {
   target.dataset.updated = String(Date.now());
 }
 
-function topologyCard(t, policies) {
+function topologyCard(t, policies, now) {
   let card = document.getElementById("topo-" + t.name);
   if (!card) {
     card = el("section", {class: "card topology", id: "topo-" + t.name});
@@ -77,10 +77,12 @@ function topologyCard(t, policies) {
     });
     sel.addEventListener("change", () => { sel.dataset.dirty = "1"; });
     card.append(
-      el("div", {class: "topo-head"}, el("h2", {}, t.name), el("span", {class: "status"}),
+      el("div", {class: "topo-head"}, el("h2", {}, t.name),
+         el("span", {class: "engine", id: "engine-" + t.name}, t.engine === "flink" ? "Flink job" : "Storm topology"),
+         el("span", {class: "status"}),
          el("label", {}, "policy ", el("strong", {class: "policy", id: "current-" + t.name}), " → ", sel), btn),
       el("div", {class: "figures"}, el("span", {class: "tput"}), el("span", {class: "lat"}),
-         el("span", {class: "decision"})),
+         el("span", {class: "reports"}), el("span", {class: "decision"})),
       el("div", {class: "charts"},
          el("div", {}, el("p", {class: "legend"}, "Flow rates, Mbit/s: allocated (solid), measured on the switch (dashed)"),
             el("div", {class: "chart", id: "rates-" + t.name, "data-points": "0"})),
@@ -88,7 +90,7 @@ function topologyCard(t, policies) {
             el("div", {class: "chart", id: "backlog-" + t.name, "data-points": "0"})),
          el("div", {}, el("p", {class: "legend"}, "Throughput at the sinks (tuples/s) and event-time latency (ms)"),
             el("div", {class: "chart", id: "app-" + t.name, "data-points": "0"}))),
-      el("table", {class: "flows"}, el("thead", {}, el("tr", {}, ...["flow", "worker pairs", "path", "allocated Mbit/s", "measured Mbit/s", "sender backlog KiB", "receiver backlog KiB"].map(h => el("th", {}, h)))), el("tbody")));
+      el("table", {class: "flows"}, el("thead", {}, el("tr", {}, ...["flow", t.engine === "flink" ? "TaskManager pairs" : "worker pairs", "path", "allocated Mbit/s", "measured Mbit/s", "sender backlog KiB", "receiver backlog KiB"].map(h => el("th", {}, h)))), el("tbody")));
     document.getElementById("topologies").append(card);
   }
   const sel = document.getElementById("policy-" + t.name);
@@ -98,6 +100,10 @@ function topologyCard(t, policies) {
   const last = t.series.length ? t.series[t.series.length - 1] : null;
   card.querySelector(".tput").textContent = "throughput " + (t.throughput_tps === null ? "n/a" : t.throughput_tps.toFixed(1) + " tuples/s");
   card.querySelector(".lat").textContent = "latency " + (t.latency_s === null ? "n/a" : (t.latency_s * 1e3).toFixed(0) + " ms");
+  const newest = t.reporters.reduce((m, r) => Math.max(m, r.recv || 0), 0);
+  card.querySelector(".reports").textContent = t.reporters.length
+    ? `reports from ${t.reporters.length} ${t.engine === "flink" ? "TaskManagers" : "workers"}, newest ${Math.max(0, now - newest).toFixed(1)} s ago`
+    : "no reports yet";
   const dec = card.querySelector(".decision");
   dec.textContent = "last decision: " + (t.decision || "none") + (t.guard ? ` · guard: the allocation moves ${(t.guard.moved * 100).toFixed(1)} % of a bottleneck, ${t.guard.capping ? "capping" : "TCP's split kept"}` : "");
   dec.className = "decision decision-" + (t.decision || "none");
@@ -134,7 +140,7 @@ function render(st) {
     alerts.append(el("div", {class: "alert", "data-kind": a.kind},
       `${a.kind}${a.topology ? " (" + a.topology + ")" : ""}: ${a.message} — since ${fmtTime(a.since)}`));
   }
-  for (const t of st.topologies) topologyCard(t, st.policies);
+  for (const t of st.topologies) topologyCard(t, st.policies, st.time);
   const L = st.links;
   const lx = L.series.map(s => s.t);
   draw("links", document.getElementById("links-chart"), L.names, lx,
