@@ -438,7 +438,10 @@ def test_late_steps_keep_caps(stage, tmp_path):
         names = flow_names(stage)
         lapsed = []
         for _ in range(4):
+            # stopped right after a step: since the last stall at most one step ran on
+            # time, so the last push's lease still counts the stall's gap
             steps = stage.status()["steps"]
+            wait_for(lambda s=steps: stage.status()["steps"] > s, 30, "a step", every=0.05)
             os.kill(stage.manager.pid, signal.SIGSTOP)
             t_end, seen = time.monotonic() + stall, []
             while time.monotonic() < t_end:
@@ -447,7 +450,8 @@ def test_late_steps_keep_caps(stage, tmp_path):
                 time.sleep(0.2)
             os.kill(stage.manager.pid, signal.SIGCONT)
             lapsed.append(seen.count(False))
-            wait_for(lambda s=steps: stage.status()["steps"] >= s + 2, 30, "two steps")
+            wait_for(lambda s=steps: stage.status()["steps"] >= s + 2, 30, "the late step",
+                     every=0.05)
         lease = stage.status()["lease_s"]
     finally:
         if stage.manager is not None and stage.manager.poll() is None:

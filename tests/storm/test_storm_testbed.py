@@ -5,9 +5,7 @@ all the same."""
 
 from __future__ import annotations
 
-import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -184,62 +182,6 @@ def test_benchmark_topology_runs(storm_testbed, topology, request):
         # Storm's header and acker messages on the same connection move the mean a little
         assert all(0.8 * WORD_BYTES <= b <= WORD_BYTES + 200 for b in bpm), bpm
 
-
-
-#: Apache Storm's own benchmark topologies, from Maven Central: a jar streamband did not
-#: write, whose main takes ``[runDurationSec] [confFile]`` and no topology name
-STORM_PERF = ("org.apache.storm", "storm-perf", "2.6.0")
-PERF_MAIN = "org.apache.storm.perf.ConstSpoutIdBoltNullBoltTopo"
-
-
-def _storm_perf_jar() -> Path:
-    group, artifact, version = STORM_PERF
-    jar = (Path.home() / ".m2" / "repository" / group.replace(".", "/") / artifact / version
-           / f"{artifact}-{version}.jar")
-    if not jar.is_file():
-        subprocess.run(["mvn", "-B", "-q", "dependency:get", "-Dtransitive=false",
-                        f"-Dartifact={group}:{artifact}:{version}"], check=True, timeout=900)
-    return jar
-
-
-def test_set_sizes_a_topology_streamband_did_not_write(storm_testbed):
-    """``streamband storm submit JAR MAIN ARGS --set KEY=VALUE`` gives the conf to a main
-    that takes none, as ``storm jar ... -c`` does (Storm's storm.options): storm-perf's
-    ConstSpoutIdBoltNullBoltTopo runs on the 3 workers and with the bolt counts set, and
-    the profiler reports every remote worker pair of its groupings (Nimbus's edges)."""
-    from typer.testing import CliRunner
-
-    from streamband.cli import app
-
-    tb, cluster = storm_testbed
-    jar = _storm_perf_jar()
-    r = CliRunner().invoke(app, [
-        "storm", "submit", str(jar), PERF_MAIN, "--set", "topology.workers=3",
-        "--set", "bolt1.count=2", "--set", "bolt2.count=2", "--set",
-        "topology.acker.executors=0", "--", "300"])
-    assert r.exit_code == 0, r.output
-    name = "ConstSpoutIdBoltNullBoltTopo"
-    try:
-        info = cluster.wait_running(name)
-        slots = {(e["host"], e["port"]) for e in info["executors"]}
-        counts = {c: sum(1 for e in info["executors"] if e["component"] == c)
-                  for c in ("constSpout", "idBolt", "nullBolt")}
-        assert len(slots) == 3 and counts == {"constSpout": 1, "idBolt": 2, "nullBolt": 2}
-        # Nimbus's Thrift API, asked from the master's namespace (where it listens)
-        m = cluster.spec.master
-        code = (f"import json; from streamband.storm.nimbus import NimbusClient; print(json."
-                f"dumps(NimbusClient('{m.ip}:{cluster.spec.nimbus_port}').edges('{info['id']}')))")
-        out = subprocess.run(m.wrap([sys.executable, "-c", code]), capture_output=True,
-                             text=True, check=True, timeout=60)
-        edges = [tuple(e) for e in json.loads(out.stdout)]
-        assert ("constSpout", "idBolt") in edges and ("idBolt", "nullBolt") in edges
-        pairs = [p for p in component_pairs(info, [e for e in edges if not e[0].startswith("__")])
-                 if p.remote]
-        assert pairs
-        # the 213 MB jar goes from Nimbus to each supervisor before the workers start
-        assert [p.name for p in _unreported(cluster, info, pairs, 300.0)] == []
-    finally:
-        cluster.kill(name)
 
 
 def _unreported(cluster, info, pairs, timeout_s: float = 60.0) -> list:

@@ -4,9 +4,16 @@ one paced producer, measured together as one window (StormApps) without the mana
 (on loopback there is no switch: plain TCP, nothing capped). On loopback nothing limits the
 flows, so each application gets what it offers: its join completes a record number per source
 record and its flows carry their sources' bytes. A second window replaces the first's
-topologies with fresh ones on fresh topics."""
+topologies with fresh ones on fresh topics. Kept out of ``make test`` (8 supervisors and
+a broker, 4 GB, about 5 minutes):
+
+    .venv/bin/python -m pytest -q perf/storm_appfair_loopback.py
+"""
 
 from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +24,13 @@ from streamband.model.network import parse_network
 from streamband.model.routing import Router
 from streamband.model.spec import parse_spec
 from streamband.storm.cluster import StormCluster, loopback_spec, tagged_processes, usage
+
+_spec = importlib.util.spec_from_file_location(
+    "kafka_conftest", Path(__file__).resolve().parents[1] / "tests" / "kafka" / "conftest.py")
+assert _spec and _spec.loader
+_conftest = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_conftest)
+broker = _conftest.broker  # the broker fixture of tests/kafka
 
 RATE, SECONDS, WARMUP_S = 40.0, 30.0, 10.0
 HOSTS = {"h1": "127.0.0.2", "h2": "127.0.0.3", "h3": "127.0.0.4"}
