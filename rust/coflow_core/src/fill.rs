@@ -15,6 +15,7 @@ use crate::count;
 use crate::counts as n;
 use crate::engine::Sim;
 use crate::model::*;
+use crate::util::{prefetch, AHEAD};
 
 impl Sim {
     /// New classes for the groups of every level whose groups or capacity changed.
@@ -133,7 +134,11 @@ impl Sim {
                     continue;
                 }
                 self.bmark[lk] = ep;
-                for &g in &lgroups[slot] {
+                let list = &lgroups[slot];
+                for (i, &g) in list.iter().enumerate() {
+                    if let Some(&h) = list.get(i + AHEAD) {
+                        prefetch(&self.gh, h as usize);
+                    }
                     let g = g as usize;
                     if self.gh[g].ep == ep {
                         continue;
@@ -211,7 +216,10 @@ impl Sim {
                 };
                 let mut b = (self.work[lb], self.wsum[lb]);
                 let list = if classes { &lgroups[slot] } else { &items[slot] };
-                for &g in list {
+                for (i, &g) in list.iter().enumerate() {
+                    if let Some(&h) = list.get(i + AHEAD) {
+                        prefetch(&self.gh, h as usize);
+                    }
                     let g = g as usize;
                     if self.gh[g].ep == ep {
                         continue;

@@ -1,4 +1,4 @@
-//! Small pieces the loops share: an id hasher, the running minima of a vector of times
+//! Small pieces the loops share: an id hasher, a prefetch hint, the running minima of a vector of times
 //! (`BlockMin`), an indexed min-heap, and a receiver's bytes over time (`Hist`).
 
 use std::collections::HashMap;
@@ -23,6 +23,25 @@ impl Hasher for IdHasher {
     }
 }
 pub type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
+
+/// Ask the CPU to bring `v[i]`'s cache line near (a hint, nothing if `i` is out of
+/// range): loops over a list of groups prefetch the groups a few places ahead, since
+/// the groups of a list lie anywhere in the per-group arrays.
+#[inline(always)]
+pub fn prefetch<T>(v: &[T], i: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(x) = v.get(i) {
+        // SAFETY: a prefetch reads nothing and cannot fault; `x` is a valid reference
+        unsafe {
+            std::arch::x86_64::_mm_prefetch(x as *const T as *const i8, std::arch::x86_64::_MM_HINT_T0)
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (v, i);
+}
+
+/// How many places ahead in a list of groups `prefetch` asks for.
+pub const AHEAD: usize = 8;
 
 /// The smallest of `xs` (times, never NaN), inf if empty: eight running minima, so
 /// that the pass is vectorized (the minimum is exact in any order).
