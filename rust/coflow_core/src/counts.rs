@@ -54,6 +54,39 @@ pub const FLOWS_DONE: usize = 20;
 #[cfg(feature = "counts")]
 pub static C: [std::sync::atomic::AtomicU64; 21] = [const { std::sync::atomic::AtomicU64::new(0) }; 21];
 
+/// The counters at the first and the last event of the window
+/// `STREAMBAND_COUNTS_WINDOW=a,b` (events a..b of a run, which stops at b so that a long
+/// run's window is read without running the rest).
+#[cfg(feature = "counts")]
+static W: [[std::sync::atomic::AtomicU64; 21]; 2] =
+    [const { [const { std::sync::atomic::AtomicU64::new(0) }; 21] }; 2];
+
+#[cfg(feature = "counts")]
+fn window() -> Option<(u64, u64)> {
+    static WIN: std::sync::OnceLock<Option<(u64, u64)>> = std::sync::OnceLock::new();
+    *WIN.get_or_init(|| {
+        let v = std::env::var("STREAMBAND_COUNTS_WINDOW").ok()?;
+        let (a, b) = v.split_once(',')?;
+        Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
+    })
+}
+
+/// At event `ev`: keep the counters if it starts or ends the window; true if it ends
+/// it (the run stops there).
+#[cfg(feature = "counts")]
+pub fn at_event(ev: u64) -> bool {
+    use std::sync::atomic::Ordering::Relaxed;
+    let Some((a, b)) = window() else { return false };
+    for (w, e) in [(0, a), (1, b)] {
+        if ev == e {
+            for i in 0..C.len() {
+                W[w][i].store(C[i].load(Relaxed), Relaxed);
+            }
+        }
+    }
+    ev == b
+}
+
 /// Add `n` to counter `i` (nothing without the `counts` feature).
 #[macro_export]
 macro_rules! count {
@@ -65,15 +98,21 @@ macro_rules! count {
     };
 }
 
-/// The counts since the last call (and reset them); empty without the feature.
+/// The counts since the last call (and reset them), then those of the window if one
+/// is set; empty without the feature.
 pub fn take() -> Vec<(String, u64)> {
     #[cfg(feature = "counts")]
     {
-        NAMES
-            .iter()
-            .zip(C.iter())
-            .map(|(n, c)| (n.to_string(), c.swap(0, std::sync::atomic::Ordering::Relaxed)))
-            .collect()
+        use std::sync::atomic::Ordering::Relaxed;
+        let mut out: Vec<(String, u64)> =
+            NAMES.iter().zip(C.iter()).map(|(n, c)| (n.to_string(), c.swap(0, Relaxed))).collect();
+        if let Some((a, b)) = window() {
+            for (i, n) in NAMES.iter().enumerate() {
+                let d = W[1][i].swap(0, Relaxed).saturating_sub(W[0][i].swap(0, Relaxed));
+                out.push((format!("{n}, events {a}..{b}"), d));
+            }
+        }
+        out
     }
     #[cfg(not(feature = "counts"))]
     {

@@ -1426,6 +1426,10 @@ impl Sim {
             t = t_next;
             self.events += 1;
             count!(n::EVENTS, 1);
+            #[cfg(feature = "counts")]
+            if crate::counts::at_event(self.events) {
+                return Err(format!("counts: stopped at event {}, the end of the window", self.events));
+            }
             count!(n::OWNERS_SUM, self.act_o.len());
             count!(n::GROUPS_SUM, self.gh.len() - self.free_g.len());
             count!(n::CLASSES_SUM, self.cl_lvl.len() - self.free_cl.len());
