@@ -299,7 +299,11 @@ impl Sim {
             if !self.is_last[lk] || !(self.work[lk] > 0.0) {
                 continue;
             }
-            for &g in &lgroups[slot] {
+            let list = &lgroups[slot];
+            for (i, &g) in list.iter().enumerate() {
+                if let Some(&h) = list.get(i + AHEAD) {
+                    prefetch(&self.gh, h as usize);
+                }
                 let g = g as usize;
                 let p = self.gh[g].path as usize;
                 if self.path_last[p] as usize != lk {
@@ -471,20 +475,29 @@ impl Sim {
         self.seen = self.seen.wrapping_add(2);
         let (se, done) = (self.seen.wrapping_sub(1), self.seen);
         let fixed1 = std::mem::take(&mut self.lv[l].memo[1].fixed);
-        for &(g, lk, r) in &fixed1 {
+        for (i, &(g, lk, r)) in fixed1.iter().enumerate() {
+            if let Some(e) = fixed1.get(i + AHEAD) {
+                prefetch(&self.gh, e.0 as usize);
+            }
             let h = &mut self.gh[g as usize];
             (h.seen, h.c2, h.r2) = (se, lk, r);
         }
         let fixed0 = std::mem::take(&mut self.lv[l].memo[0].fixed);
         let mut served = Vec::with_capacity(fixed0.len().max(fixed1.len()));
-        for &(g, l1, r1) in &fixed0 {
+        for (i, &(g, l1, r1)) in fixed0.iter().enumerate() {
+            if let Some(e) = fixed0.get(i + AHEAD) {
+                prefetch(&self.gh, e.0 as usize);
+            }
             let h = self.gh[g as usize];
             let (l2, r2) = if h.seen == se { (h.c2, h.r2) } else { (NONE, 0.0) };
             self.gh[g as usize].seen = done;
             served.push(g);
             self.aalo_class(l, g as usize, l1, r1, l2, r2);
         }
-        for &(g, l2, r2) in &fixed1 {
+        for (i, &(g, l2, r2)) in fixed1.iter().enumerate() {
+            if let Some(e) = fixed1.get(i + AHEAD) {
+                prefetch(&self.gh, e.0 as usize);
+            }
             if self.gh[g as usize].seen == se {
                 self.gh[g as usize].seen = done;
                 served.push(g);
@@ -495,7 +508,10 @@ impl Sim {
         self.lv[l].memo[1].fixed = fixed1;
         let mut before = std::mem::take(&mut self.lv[l].served);
         before.append(&mut self.lv[l].fresh);
-        for &g in &before {
+        for (i, &g) in before.iter().enumerate() {
+            if let Some(&h) = before.get(i + AHEAD) {
+                prefetch(&self.gh, h as usize);
+            }
             let h = self.gh[g as usize];
             if h.seen == done || h.lpos == NONE || h.lvl as usize != l {
                 continue;
@@ -511,7 +527,7 @@ impl Sim {
     /// Aalo: group `g` of level `l`, fixed at link `l1` at rate `r1` in pass 1 and at
     /// `l2`, `r2` in pass 2 (NONE, 0: not served), goes to the class of that pair at the
     /// sum of the rates, or to the level's class at rate 0 if neither pass serves it.
-    #[inline]
+    #[inline(always)]
     fn aalo_class(&mut self, l: usize, g: usize, l1: u32, r1: f64, l2: u32, r2: f64) {
         let k = if l1 == NONE && l2 == NONE {
             let z = self.lv[l].zcls;
