@@ -103,6 +103,10 @@ pub struct Level {
     pub links: Vec<u32>,
     pub lgroups: Vec<Vec<u32>>,
     pub lw: Vec<f64>,
+    /// fs-static: the links whose flows changed since the level's last fill, each once
+    /// (`lchg`, by link)
+    pub chg: Vec<u32>,
+    pub lchg: Vec<bool>,
     /// per slot: the class of the groups fixed at that link (NONE: none yet)
     pub lcls: Vec<u32>,
     /// per pass (aalo has two, the others one) its last fill as a function of its input
@@ -155,6 +159,7 @@ impl Level {
     fn new(key: u64, n_links: usize) -> Self {
         Level { key, groups: Vec::new(), dirty: true, lslot: vec![NONE; n_links],
                 links: Vec::new(), lgroups: Vec::new(), lw: Vec::new(), lcls: Vec::new(),
+                chg: Vec::new(), lchg: vec![false; n_links],
                 memo: Default::default(), pair: IdMap::default(), zcls: NONE,
                 fresh: Vec::new(), served: Vec::new() }
     }
@@ -1160,6 +1165,10 @@ impl Sim {
             if lk != NONE {
                 let slot = lvl.lslot[lk as usize] as usize;
                 lvl.lw[slot] += d;
+                if self.pol == Policy::FsStatic && !lvl.lchg[lk as usize] {
+                    lvl.lchg[lk as usize] = true;
+                    lvl.chg.push(lk);
+                }
                 for x in 0..2 {
                     if inset[x] {
                         lvl.memo[x].iw[slot] += d;

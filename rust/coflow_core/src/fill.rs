@@ -325,8 +325,10 @@ impl Sim {
         }
     }
 
-    /// `fs-static`: each group gets the smallest `cap_l / flows on l` over its links,
-    /// in the class of the first link giving it.
+    /// `fs-static`: each group gets the smallest `cap_l / flows on l` over its links, in
+    /// the class of the first link giving it. Only the groups crossing a link whose
+    /// flows changed (or made since) are looked at: the others keep their link, and
+    /// their class's rate is that link's share, set here when it changes.
     fn fill_static(&mut self) {
         let w = self.width;
         for i in 0..self.lorder.len() {
@@ -336,13 +338,33 @@ impl Sim {
             }
             self.lv[l].dirty = false;
             self.epoch = self.epoch.wrapping_add(1);
+            let ep = self.epoch;
             for slot in 0..self.lv[l].links.len() {
                 let lk = self.lv[l].links[slot] as usize;
                 self.wsum[lk] = self.lv[l].lw[slot];
             }
-            for gi in 0..self.lv[l].groups.len() {
-                let g = self.lv[l].groups[gi] as usize;
-                let p = self.gh[g].path as usize;
+            let chg = std::mem::take(&mut self.lv[l].chg);
+            let mut look = std::mem::take(&mut self.lv[l].fresh);
+            for &lk in &chg {
+                let lvl = &mut self.lv[l];
+                lvl.lchg[lk as usize] = false;
+                let slot = lvl.lslot[lk as usize];
+                if slot == NONE {
+                    continue;
+                }
+                let k = lvl.lcls[slot as usize];
+                if k != NONE {
+                    self.touch_class(k, self.inp.cap[lk as usize] / self.wsum[lk as usize]);
+                }
+                look.extend_from_slice(&self.lv[l].lgroups[slot as usize]);
+            }
+            for &g in &look {
+                let g = g as usize;
+                let h = self.gh[g];
+                if h.ep == ep || h.lpos == NONE || h.lvl as usize != l {
+                    continue;
+                }
+                let p = h.path as usize;
                 let mut r = f64::INFINITY;
                 let mut best = NONE;
                 for &lk in &self.inp.plinks[p * w..p * w + w] {
@@ -359,6 +381,11 @@ impl Sim {
                 self.touch_class(k, r);
                 self.assign(g, k);
             }
+            look.clear();
+            self.lv[l].fresh = look;
+            let mut chg = chg;
+            chg.clear();
+            self.lv[l].chg = chg;
             for slot in 0..self.lv[l].links.len() {
                 let lk = self.lv[l].links[slot] as usize;
                 self.wsum[lk] = 0.0;
