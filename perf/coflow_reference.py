@@ -32,13 +32,12 @@ import sys
 import time
 from pathlib import Path
 
-from streamband.experiments import paper004
-from streamband.shared import shared_dir
+from streamband.shared import FB2010_TRACE, shared_dir
 from streamband.sim.coflow.run import simulate
 from streamband.sim.coflow.trace import read_trace
 from streamband.sim.coflow.workloads import from_trace
 
-TRACE = shared_dir().joinpath(*paper004.TRACE)  # $STREAMBAND_SHARED, else ../shared
+TRACE = shared_dir().joinpath(*FB2010_TRACE)  # $STREAMBAND_SHARED, else ../shared
 #: label -> (registry name, options)
 RUNS: dict[str, tuple[str, dict]] = {
     "fs": ("fs", {}),
