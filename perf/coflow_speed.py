@@ -3,13 +3,13 @@ coflows, 706,397 flows) on the 150-port 1 Gbit/s (2^30 bit/s) big switch.
 
 Per scheduler, in a fresh process (so the peak memory is its own): wall time, CPU
 time of the run (the machine is shared: CPU time moves less with the load), events,
-events/s, peak RSS, average CCT, and for the schedulers whose rules did not change the
-largest relative CCT difference from the engine this one replaced
-(``perf/data/coflow_reference_full.json``, made by ``perf/coflow_reference.py`` from
-that engine; ``stream-oracle`` with the old 1 s starvation timer is the old
-``stream``). Baseline, in the same script: a plain time-stepped max-min simulator
-(fixed step, rates re-solved every step, remaining bytes decremented) on the same
-trace; the ratio is its wall time over each scheduler's.
+events/s, peak RSS, average CCT, and the largest relative CCT difference from the
+engine this one replaced (``perf/data/coflow_frozen_big_switch_full.json``, made by
+``perf/coflow_reference.py`` from that engine, every run label). Baselines: a plain
+time-stepped max-min simulator run in the same script (fixed step, rates re-solved
+every step, remaining bytes decremented) on the same trace, the ratio its wall time
+over each scheduler's; and CoflowSim's time-stepped DARK (309 s) and FAIR (520 s) on
+this machine kind, over each scheduler's CPU time (issue 36's goal: 10x, so 30 s).
 
     .venv/bin/python perf/coflow_speed.py [--policies a,b] [--baseline-coflows N]
                                           [--step 0.01] [--no-baseline] [--timeout S]
@@ -17,9 +17,12 @@ trace; the ratio is its wall time over each scheduler's.
 
 ``--coflows N`` runs the schedulers on the first N coflows only (how time, events and
 memory grow with the trace); they are compared, by label, with
-``perf/data/coflow_cct_prefixN.json`` when it exists (main at 5962740, before the
-level relabelling, for 100 and 200 coflows: stream, stream-oracle, aalo; varys for 100),
-and not compared otherwise.
+``perf/data/coflow_frozen_big_switch_prefixN.json`` when it exists (100 and 200), and
+not compared otherwise.
+
+With a core built with the ``counts`` feature (``rust/coflow_core/src/counts.rs``), each
+run's work counts per event are printed too (``STREAMBAND_COUNTS_WINDOW=a,b``: events
+a..b only, and the run stops at b).
 
 ``--topology fat_tree:k=8`` (any ``parse_topology`` form, 1 Gbit/s links) times the
 schedulers on another fabric (``bench paper-004``'s fat-trees); the references and the
@@ -54,18 +57,20 @@ from streamband.sim.coflow.workloads import from_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACE = shared_dir().joinpath(*FB2010_TRACE)  # $STREAMBAND_SHARED, else ../shared
-REFERENCE = ROOT / "perf" / "data" / "coflow_reference_full.json"
+REFERENCE = ROOT / "perf" / "data" / "coflow_frozen_big_switch_full.json"
+#: CoflowSim's time-stepped simulators on the whole trace on this machine kind, s
+COFLOWSIM = {"DARK": 309.0, "FAIR": 520.0}
 BIG = "big_switch"
-#: (label, registry name, options, reference entry or None)
+#: (label, registry name, options)
 RUNS = [
-    ("fs", "fs", {}, "fs"),
-    ("fs-static", "fs-static", {}, "fs-static"),
-    ("baraat", "baraat", {}, "baraat"),
-    ("aalo", "aalo", {}, "aalo"),
-    ("varys", "varys", {}, "varys"),
-    ("stream", "stream", {}, None),
-    ("stream-oracle", "stream-oracle", {}, None),
-    ("stream-oracle (1 s timer)", "stream-oracle", {"starve_s": 1.0}, "stream"),
+    ("fs", "fs", {}),
+    ("fs-static", "fs-static", {}),
+    ("baraat", "baraat", {}),
+    ("aalo", "aalo", {}),
+    ("varys", "varys", {}),
+    ("stream", "stream", {}),
+    ("stream-oracle", "stream-oracle", {}),
+    ("stream-oracle (1 s timer)", "stream-oracle", {"starve_s": 1.0}),
 ]
 
 
@@ -106,18 +111,37 @@ def time_stepped_fs(wl, port_bps: float, dt: float) -> np.ndarray:
 
 
 def _child(i: int, coflows: int = 0, topology: str = BIG) -> None:
+    import os
     import resource
 
-    label, name, opts, _ = RUNS[i]
+    import streamband_coflow_core as core
+
+    label, name, opts = RUNS[i]
     tr = read_trace(TRACE)
     wl = from_trace(tr.head(coflows) if coflows else tr)
     cpu0 = resource.getrusage(resource.RUSAGE_SELF).ru_utime
-    r = simulate(wl, name, topology, 1.0, **opts)
+    try:
+        r = simulate(wl, name, topology, 1.0, **opts)
+    except ValueError as e:  # a counts build ends a run at its window's last event
+        if "STREAMBAND_COUNTS_WINDOW" not in os.environ:
+            raise
+        print(json.dumps({"stopped": str(e), "counts": core.counts()}))
+        return
     s = r.summary()
     print(json.dumps({"wall": r.result.wall_s, "events": r.result.events,
                       "cpu": resource.getrusage(resource.RUSAGE_SELF).ru_utime - cpu0,
                       "avg": s["avg_cct_s"], "cct": [float(x) for x in r.result.cct],
-                      "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                      "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                      "counts": core.counts()}))
+
+
+def _print_counts(console: Console, label: str, counts: list[tuple[str, int]]) -> None:
+    """A counts build's work counts per event (the window's if one was set)."""
+    win = [c for c in counts if ", events " in c[0]] or counts
+    ev = next((v for n, v in win if n.startswith("events")), 0)
+    if ev:
+        console.print(f"{label}, work per event: " + "; ".join(
+            f"{n.split(', events ')[0]} {v / ev:,.1f}" for n, v in win[1:]), highlight=False)
 
 
 def main() -> None:
@@ -144,11 +168,11 @@ def main() -> None:
         ap.error(str(e))
     want = a.policies.split(",")
     path = REFERENCE if not a.coflows else REFERENCE.with_name(
-        f"coflow_cct_prefix{a.coflows}.json")
+        f"coflow_frozen_big_switch_prefix{a.coflows}.json")
     ref = json.loads(path.read_text()) if path.is_file() else {"cct": {}}
     console = Console(width=160)
     rows = []
-    for i, (label, _, _, refname) in enumerate(RUNS):
+    for i, (label, _, _) in enumerate(RUNS):
         if label not in want:
             continue
         t0 = time.perf_counter()
@@ -164,11 +188,13 @@ def main() -> None:
             console.print(f"{label}: failed\n{p.stderr[-2000:]}")
             continue
         o = json.loads(p.stdout.strip().splitlines()[-1])
+        _print_counts(console, label, o["counts"])
+        if "stopped" in o:
+            console.print(f"{label}: {o['stopped']}", highlight=False)
+            continue
         diff = "-"
-        if a.coflows:  # the prefix references were frozen under today's rules, by label
-            refname = label
-        if big and refname is not None and refname in ref["cct"]:
-            old, new = np.array(ref["cct"][refname]), np.array(o["cct"])
+        if big and label in ref["cct"]:
+            old, new = np.array(ref["cct"][label]), np.array(o["cct"])
             rel = np.abs(new - old) / np.abs(old)
             diff = f"{rel.max():.1e} ({int((rel > 1e-9).sum())} > 1e-9)"
         rows.append((label, o, diff, time.perf_counter() - t0))
@@ -195,14 +221,17 @@ def main() -> None:
               else f"{a.topology}, 1 Gbit/s (2^30 bit/s) links")
     tab = Table(title=f"FB2010, {span}, {fabric}")
     for c in ("scheduler", "events", "wall s", "CPU s", "events/s", "peak RSS MiB", "avg CCT s",
-              "vs previous engine (max rel. CCT diff)", "time-stepped / this"):
+              "vs previous engine (max rel. CCT diff)", "time-stepped / this",
+              *(f"CoflowSim {k} {v:g} s / this CPU" for k, v in COFLOWSIM.items())):
         tab.add_column(c, justify="right")
+    whole = big and not a.coflows
     for label, o, diff, _ in rows:
-        ratio = ("-" if base_wall is None or a.baseline_coflows
+        ratio = ("-" if base_wall is None or a.baseline_coflows or a.coflows
                  else f"x{base_wall / o['wall']:.1f}")
         tab.add_row(label, str(o["events"]), f"{o['wall']:.1f}", f"{o['cpu']:.1f}",
                     f"{o['events'] / o['wall']:,.0f}", f"{o['rss']:.0f}", f"{o['avg']:.3f}",
-                    diff, ratio)
+                    diff, ratio,
+                    *(f"x{v / o['cpu']:.1f}" if whole else "-" for v in COFLOWSIM.values()))
     console.print(tab)
     if base_note:
         console.print(f"baseline: {base_note}", highlight=False)

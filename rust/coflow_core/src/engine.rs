@@ -1,99 +1,98 @@
 //! The event loop of paper 004 §IV-B on any fabric given as a link table: strict
 //! priority between levels, max-min fair sharing inside a level (004 §III-B), the
-//! priority rules of `stream`, `aalo`, `baraat` (see `rules.rs`) and `fs` /
-//! `fs-static`. It mirrors `streamband.sim.coflow.engine.Simulation` with the Python
-//! scheduler classes (same events, same tolerances); tests compare them to 1e-9.
+//! priority rules of `stream`, `aalo`, `baraat` (`rules.rs`) and `fs` / `fs-static`.
+//! It mirrors `streamband.sim.coflow.engine.Simulation` with the Python scheduler
+//! classes (same events, same tolerances); tests compare them to 1e-9.
 //!
-//! What an event recomputes (after SimGrid's lazy max-min, surf/maxmin: only the
-//! modified part of the system is solved, and only actions whose rate changed get a
-//! new completion date):
-//! - flows that cross the same links at the same level always get the same rate, so
-//!   they form one *group* (level, path) with one service counter kept lazily
-//!   (service at `t0` plus rate since) and a heap of its flows' thresholds;
-//! - a level is filled again only when its groups changed or the capacity left by the
-//!   levels above changed on one of its links (`fill.rs`);
-//! - a group whose rate changed gets a new completion time (the next event is the
-//!   smallest, and the groups that may complete a flow at it are those whose top flow
-//!   is within tolerance by then; both are read through the times' minima per block,
-//!   `BlockMin`); an owner (the entity whose priority its flows inherit) gets its rate
-//!   changed by the difference, and its bytes are kept lazily the same way.
-//! - a level is a slot holding its groups; groups are found by (slot, path), so a
-//!   slot can change key as a whole (`relabel`): when most of a level's flows change
-//!   queue together (`stream`'s starvation raise and the demotion when the hold ends
-//!   move hundreds of units at one event), the slot changes key and only the units
-//!   that do not follow move, flow by flow (`rules.rs` `relabel_levels`).
+//! What an event costs follows what changed, not how many flows are active:
+//! - a *group* is the flows of one level on one path: they always get the same rate,
+//!   and the fills see a group as one item weighted by its flows (`fill.rs`);
+//! - a *class* is the groups one fill fixed at one link of one level (their bottleneck,
+//!   or a link with nothing left: rate 0). Its groups share its rate, and it keeps one
+//!   service clock (bytes served per flow since it was made), so a rate change costs
+//!   O(1) per class, not per group or flow. Between fills a group keeps its class
+//!   (stream, first 200 FB2010 coflows: one group fixed in 32 changes class). Aalo's
+//!   class is the pair of links a group was fixed at in its two passes, and the groups
+//!   neither pass serves wait in their level's class at rate 0, where a fill does not
+//!   look at them;
+//! - a *bundle* is flows of one owner (the entity whose priority they inherit) in one
+//!   class with the same bytes left: they finish together. A bundle's key is the
+//!   class clock at which its flows finish; a class keeps its bundles in a heap by key,
+//!   so its next completion is its top's, and the next event is the least over the
+//!   classes (`BlockMin`). Flows leave a bundle only when their group changes class or
+//!   their owner changes level (the bundle is then re-classed as a whole where its flows
+//!   land in one class, split where they do not);
+//! - a level is filled again only when its groups changed or the capacity the levels
+//!   above left it changed on one of its links (bit for bit); a level is a slot holding
+//!   its groups, so it can change key as a whole (`relabel`, for stream's starvation
+//!   raises that move most of a level at one event, `rules.rs`).
 
-use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::BinaryHeap;
+use std::cmp::Reverse;
 
-use crate::fill::Filler;
+use crate::counts as n;
+use crate::count;
 use crate::model::*;
+use crate::util::*;
 
 /// At most this many priority queues in `relabel_levels`'s per-level rows (`stream`'s K
 /// is 2..8, 004 §III-D, checked by its constructor and the CLI).
 pub const MAX_QUEUES: usize = 16;
 
-/// Ask the CPU to bring `v[i]`'s cache line near (a hint, nothing if `i` is out of
-/// range): loops over groups in list order prefetch the groups a few steps ahead,
-/// since the groups of a list lie anywhere in the per-group arrays.
-#[inline(always)]
-pub fn prefetch<T>(v: &[T], i: usize) {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(x) = v.get(i) {
-        // SAFETY: a prefetch reads nothing and cannot fault; `x` is a valid reference
-        unsafe {
-            std::arch::x86_64::_mm_prefetch(x as *const T as *const i8, std::arch::x86_64::_MM_HINT_T0)
+/// The groups of one path, by level slot (usually a handful: one per level the path is
+/// used in).
+#[derive(Clone, Default)]
+pub struct PathGroups {
+    n: u32,
+    a: [(u32, u32); 3],
+    more: Vec<(u32, u32)>,
+}
+
+impl PathGroups {
+    fn find(&self, l: u32) -> u32 {
+        let n = (self.n as usize).min(3);
+        for i in 0..n {
+            if self.a[i].0 == l {
+                return self.a[i].1;
+            }
         }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (v, i);
-}
-
-/// How many places ahead in a list of groups `prefetch` asks for.
-pub const AHEAD: usize = 8;
-
-/// A multiplicative hasher for the u64 keys of the group and level maps.
-#[derive(Default)]
-pub struct IdHasher(u64);
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        for &(x, g) in &self.more {
+            if x == l {
+                return g;
+            }
         }
+        NONE
     }
-    fn write_u64(&mut self, x: u64) {
-        self.0 = (x ^ (x >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    fn add(&mut self, l: u32, g: u32) {
+        if (self.n as usize) < 3 {
+            self.a[self.n as usize] = (l, g);
+        } else {
+            self.more.push((l, g));
+        }
+        self.n += 1;
+    }
+    fn remove(&mut self, l: u32) {
+        let n = self.n as usize;
+        let i = (0..n.min(3)).find(|&i| self.a[i].0 == l);
+        match i {
+            Some(i) => {
+                if n > 3 {
+                    self.a[i] = self.more.pop().unwrap();
+                } else {
+                    self.a[i] = self.a[n - 1];
+                }
+            }
+            None => {
+                let j = self.more.iter().position(|x| x.0 == l).unwrap();
+                self.more.swap_remove(j);
+            }
+        }
+        self.n -= 1;
     }
 }
-pub type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
 
-/// A group's heap entry: threshold in the group's service, flow, flow generation
-/// (an entry whose generation is not the flow's current one is stale).
-#[derive(Clone, Copy, PartialEq)]
-pub struct HE {
-    pub thr: f64,
-    pub f: u32,
-    pub gen: u32,
-}
-impl Eq for HE {}
-impl PartialOrd for HE {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for HE {
-    fn cmp(&self, o: &Self) -> Ordering {
-        self.thr.total_cmp(&o.thr).then(self.f.cmp(&o.f))
-    }
-}
-
-/// One priority level: its groups, and per link it crosses the groups crossing it,
-/// their flows and what they use (kept as groups come, go and change rate, so that a
-/// fill needs no set-up pass and lower levels see what changed).
+/// One priority level: its groups, and per link it crosses the groups crossing it and
+/// their flows (kept as groups come, go and change, so that a fill needs no set-up).
 pub struct Level {
     pub key: u64,
     pub groups: Vec<u32>,
@@ -104,228 +103,94 @@ pub struct Level {
     pub links: Vec<u32>,
     pub lgroups: Vec<Vec<u32>>,
     pub lw: Vec<f64>,
-    /// rate x flows summed over the slot's groups, with its rounding error (usage_lo)
-    pub usage: Vec<f64>,
-    pub usage_lo: Vec<f64>,
-    /// aalo: the last fill of this level in each pass (`fill.rs`), and the groups it
-    /// served then, in the order their rates were set
+    /// fs-static: the links whose flows changed since the level's last fill, each once
+    /// (`lchg`, by link)
+    pub chg: Vec<u32>,
+    pub lchg: Vec<bool>,
+    /// per slot: the class of the groups fixed at that link (NONE: none yet)
+    pub lcls: Vec<u32>,
+    /// per pass (aalo has two, the others one) its last fill as a function of its input
     pub memo: [Memo; 2],
-    pub pos: Vec<u32>,
+    /// aalo: the class of each pair (pass-1 link, pass-2 link) a group was fixed at
+    pub pair: IdMap<u32>,
+    /// aalo: the class of the groups neither pass serves (rate 0; NONE: none yet)
+    pub zcls: u32,
+    /// aalo: groups made since the level's classes were last set, and the groups in a
+    /// class with a rate (the only ones whose class a fill can change, besides these)
+    pub fresh: Vec<u32>,
+    pub served: Vec<u32>,
 }
 
-/// A level's fill as a function of its input: the capacity left on each of its links
-/// before (`inp`, by slot) and after (`out`) the fill, and the groups it served with
-/// their rates, in the fill's order. Valid while the level's groups do not change.
+/// A level's last fill in one pass, per slot: the capacity it had (`inp`, NaN: never
+/// filled), what it left (`out`), and the least capacity above which the same fill
+/// would follow (`need`; NaN: only the same capacity, bit for bit: a link that was a
+/// bottleneck or had nothing left). A fill is decided by its bottlenecks: a link slack
+/// by more than what the level takes of it plus the 1e-9 tie rule's margin is never
+/// picked (see `fill.rs` `replay`).
 #[derive(Default)]
 pub struct Memo {
-    pub valid: bool,
     pub inp: Vec<f64>,
     pub out: Vec<f64>,
-    pub served: Vec<(u32, f64)>,
-    /// per slot, the least capacity above which the fill stays the same (NaN: only
-    /// the same capacity, bit for bit; `fill_memo`)
     pub need: Vec<f64>,
-    /// the fill's set-up
-    pub setup: crate::fill::Setup,
-    /// the set-up is for the level's groups as they are: none came or changed its
-    /// flows since, and none went but those taken out of it (`Setup::remove`)
+    /// aalo: (group, link it was fixed at, rate) of every group the fill served
+    pub fixed: Vec<(u32, u32, f64)>,
+    /// aalo: the fill's items per link slot and the per-link weights they make, valid
+    /// (`setup_ok`) while the level's groups stay and the same links have nothing left
+    pub items: Vec<Vec<u32>>,
+    pub iw: Vec<f64>,
     pub setup_ok: bool,
-    /// pass 1 (aalo): what the fill took of each of the level's links (by slot,
-    /// `inp - out`), summed by `fill_aalo` into the capacity pass 2 starts from
-    pub usage: Vec<f64>,
+    pub setup_ep: u32,
+}
+
+impl Memo {
+    fn push(&mut self) {
+        self.inp.push(f64::NAN);
+        self.out.push(0.0);
+        self.need.push(f64::NAN);
+    }
+    fn swap_remove(&mut self, slot: usize) {
+        self.inp.swap_remove(slot);
+        self.out.swap_remove(slot);
+        self.need.swap_remove(slot);
+    }
 }
 
 impl Level {
-    /// An empty stand-in while a level is borrowed out of the list.
-    pub fn placeholder() -> Self {
-        Level { key: 0, groups: Vec::new(), dirty: false, lslot: Vec::new(), links: Vec::new(),
-                lgroups: Vec::new(), lw: Vec::new(), usage: Vec::new(), usage_lo: Vec::new(),
-                memo: Default::default(), pos: Vec::new() }
-    }
-
     fn new(key: u64, n_links: usize) -> Self {
         Level { key, groups: Vec::new(), dirty: true, lslot: vec![NONE; n_links],
-                links: Vec::new(), lgroups: Vec::new(), lw: Vec::new(), usage: Vec::new(),
-                usage_lo: Vec::new(), memo: Default::default(), pos: Vec::new() }
-    }
-
-    /// Add `x` to the slot's usage (compensated: the error stays one rounding).
-    #[inline]
-    pub fn add_usage(&mut self, slot: usize, x: f64) {
-        add_compensated(&mut self.usage[slot], &mut self.usage_lo[slot], x);
-    }
-
-    #[inline]
-    pub fn used(&self, slot: usize) -> f64 {
-        self.usage[slot] + self.usage_lo[slot]
+                links: Vec::new(), lgroups: Vec::new(), lw: Vec::new(), lcls: Vec::new(),
+                chg: Vec::new(), lchg: vec![false; n_links],
+                memo: Default::default(), pair: IdMap::default(), zcls: NONE,
+                fresh: Vec::new(), served: Vec::new() }
     }
 }
 
-/// Add `x` to the compensated sum `a` + `lo` (TwoSum: the error stays one rounding).
-#[inline(always)]
-pub fn add_compensated(a: &mut f64, lo: &mut f64, x: f64) {
-    let s = *a + x;
-    let bp = s - *a;
-    *lo += (*a - (s - bp)) + (x - bp);
-    *a = s;
-}
-
-/// The smallest of `xs` (times, never NaN), inf if empty: eight running minima, so
-/// that the pass over every group's time is vectorized (the minimum is exact in any
-/// order).
-fn min_time(xs: &[f64]) -> f64 {
-    let mut m = [f64::INFINITY; 8];
-    let mut chunks = xs.chunks_exact(8);
-    for c in &mut chunks {
-        for j in 0..8 {
-            m[j] = if c[j] < m[j] { c[j] } else { m[j] };
-        }
-    }
-    let mut best = chunks.remainder().iter().fold(f64::INFINITY, |a, &x| if x < a { x } else { a });
-    for x in m {
-        if x < best {
-            best = x;
-        }
-    }
-    best
-}
-
-/// Times kept with their minimum per block of 64: a block is scanned again only when
-/// one of its times was set since the last read, so finding the next completion (or
-/// the groups that may be due) costs the blocks re-timed plus one pass over the
-/// blocks' minima, not one pass over every group (aalo on FB2010 re-times under 2 % of
-/// its groups at an event).
-#[derive(Default)]
-pub struct BlockMin {
-    v: Vec<f64>,
-    blk: Vec<f64>,
-    dirty: Vec<bool>,
-    list: Vec<u32>,
-}
-
-impl BlockMin {
-    const B: usize = 64;
-
-    pub fn push(&mut self, x: f64) {
-        self.v.push(x);
-        if self.v.len() > self.blk.len() * Self::B {
-            self.blk.push(f64::INFINITY);
-            self.dirty.push(false);
-        }
-        self.touch(self.v.len() - 1);
-    }
-
-    #[inline]
-    fn touch(&mut self, i: usize) {
-        let b = i / Self::B;
-        if !self.dirty[b] {
-            self.dirty[b] = true;
-            self.list.push(b as u32);
-        }
-    }
-
-    #[inline]
-    pub fn set(&mut self, i: usize, x: f64) {
-        if self.v[i] != x {
-            self.v[i] = x;
-            self.touch(i);
-        }
-    }
-
-    /// The indices of block `b`.
-    #[inline]
-    fn span(&self, b: usize) -> std::ops::Range<usize> {
-        b * Self::B..((b + 1) * Self::B).min(self.v.len())
-    }
-
-    /// Recompute the minima of the blocks set since the last read.
-    fn refresh(&mut self) {
-        for &b in &self.list {
-            let b = b as usize;
-            self.blk[b] = min_time(&self.v[self.span(b)]);
-            self.dirty[b] = false;
-        }
-        self.list.clear();
-    }
-
-    /// The smallest time, inf if none.
-    pub fn min(&mut self) -> f64 {
-        self.refresh();
-        min_time(&self.blk)
-    }
-
-    /// Every index whose time is at most `h`, in increasing order, into `out`.
-    pub fn at_most(&mut self, h: f64, out: &mut Vec<u32>) {
-        self.refresh();
-        for (b, &m) in self.blk.iter().enumerate() {
-            if m <= h {
-                for i in self.span(b) {
-                    if self.v[i] <= h {
-                        out.push(i as u32);
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// A group's live heap top: threshold (in the group's service), tolerance and flow;
-/// threshold inf when the heap holds no live flow, NaN when not known (the top left).
+/// A group's hot fields, in one cache line: its path, level slot, place in the level's
+/// list, flows (its weight in the fills), class, the fill that fixed it last; for aalo
+/// the setting of classes that last looked at it and the link it was fixed at and its
+/// rate in each pass, while its level's classes are set.
 #[derive(Clone, Copy)]
-pub struct Top {
-    pub thr: f64,
-    pub tol: f64,
-    pub f: u32,
-}
-
-impl Top {
-    pub const UNKNOWN: Top = Top { thr: f64::NAN, tol: 0.0, f: NONE };
-}
-
-/// A group's hot fields: rate, rate at this fill, path, flows, last fill, level.
-#[derive(Clone, Copy, Default)]
+#[repr(C, align(64))]
 pub struct GHot {
-    pub rate: f64,
-    pub new: f64,
+    pub w: f64,
+    pub r1: f64,
+    pub r2: f64,
     pub path: u32,
-    pub n: u32,
-    pub epoch: u32,
     pub lvl: u32,
+    pub lpos: u32,
+    pub cls: u32,
+    pub ep: u32,
+    pub seen: u32,
+    pub c1: u32,
+    pub c2: u32,
+    /// aalo: the set-up (`Memo::setup_ep`) of each pass the group is an item of
+    pub set: [u32; 2],
 }
 
-/// A receiver's bytes over time, as breakpoints (t, bytes, rate after t), kept for
-/// one information delay (Information-Relay, `rules.rs`).
-#[derive(Default, Clone)]
-pub struct Hist {
-    pub t: std::collections::VecDeque<f64>,
-    pub x: std::collections::VecDeque<f64>,
-    pub r: std::collections::VecDeque<f64>,
-}
-
-impl Hist {
-    pub fn push(&mut self, t: f64, x: f64, r: f64, keep_from: f64) {
-        if self.t.back() == Some(&t) {
-            *self.x.back_mut().unwrap() = x;
-            *self.r.back_mut().unwrap() = r;
-        } else {
-            self.t.push_back(t);
-            self.x.push_back(x);
-            self.r.push_back(r);
-        }
-        while self.t.len() > 1 && self.t[1] <= keep_from {
-            self.t.pop_front();
-            self.x.pop_front();
-            self.r.pop_front();
-        }
-    }
-    /// Bytes at `tau` (0 before the first breakpoint: nothing was received).
-    pub fn at(&self, tau: f64) -> f64 {
-        for i in (0..self.t.len()).rev() {
-            if self.t[i] <= tau {
-                return self.x[i] + self.r[i] * (tau - self.t[i]);
-            }
-        }
-        0.0
+impl Default for GHot {
+    fn default() -> Self {
+        GHot { w: 0.0, r1: 0.0, r2: 0.0, path: 0, lvl: 0, lpos: NONE, cls: NONE, ep: 0, seen: 0,
+               c1: NONE, c2: NONE, set: [0; 2] }
     }
 }
 
@@ -334,17 +199,21 @@ pub struct Sim {
     pub par: Params,
     pub pol: Policy,
     pub k: usize,
-    pub n_paths: usize,
+    pub width: usize,
+    /// the largest completion tolerance of any flow (bytes)
+    pub maxtol: f64,
     // flows
     pub f_grp: Vec<u32>,
-    pub f_gen: Vec<u32>,
-    pub f_thr: Vec<f64>,
+    pub f_gpos: Vec<u32>,
+    pub f_bun: Vec<u32>,
+    pub f_bpos: Vec<u32>,
     pub f_opos: Vec<u32>,
     pub finish: Vec<f64>,
     pub events: u64,
     // owners: the unit (stream), the coflow (aalo, baraat) or one (fs, fs-static)
     pub o_key: Vec<u64>,
     pub o_flows: Vec<Vec<u32>>,
+    pub o_buns: Vec<Vec<u32>>,
     pub o_rate: Vec<f64>,
     pub o_npos: Vec<u32>,
     pub o_x0: Vec<f64>,
@@ -354,46 +223,67 @@ pub struct Sim {
     pub o_tx: Vec<f64>,
     pub act_o: Vec<u32>,
     pub o_pos: Vec<u32>,
-    // groups (level, path)
-    /// group by (level slot, path)
-    pub gmap: IdMap<u32>,
-    /// per group, the fields the fill and the re-rating touch together
+    // groups (level slot, path)
+    pub p_grp: Vec<PathGroups>,
+    /// per group, the fields a fill and the setting of classes read together
     pub gh: Vec<GHot>,
-    /// per group, the Filler's output (aalo)
-    pub fill_out: Vec<f64>,
-    pub g_svc0: Vec<f64>,
-    pub g_t0: Vec<f64>,
-    pub g_heap: Vec<BinaryHeap<Reverse<HE>>>,
-    /// per group, its heap's live top (`Top`): a re-time after a rate change reads
-    /// this, not the heap and its flows
-    pub g_top: Vec<Top>,
-    pub g_own: Vec<Owners>,
-    pub g_lpos: Vec<u32>,
+    pub g_flows: Vec<Vec<u32>>,
+    /// aalo: the count of settings of classes (a group's `seen` is the last that looked
+    /// at it)
+    pub seen: u32,
+    /// per link, whether it is the last link of some path; per path, its last link
+    pub is_last: Vec<bool>,
+    pub path_last: Vec<u32>,
+    pub g_adjpos: Vec<u32>,
     pub free_g: Vec<u32>,
-    /// groups whose completion time must be recomputed before the times are read
-    pub g_rt: Vec<bool>,
+    /// groups whose class changed at this event's fills
+    pub g_chg: Vec<u32>,
+    // classes
+    pub cl_lvl: Vec<u32>,
+    pub cl_link: Vec<u32>,
+    /// aalo: the pair of links (pass 1, pass 2) a class's groups were fixed at
+    pub cl_pair: Vec<u64>,
+    pub cl_rate: Vec<f64>,
+    pub cl_x0: Vec<f64>,
+    pub cl_t0: Vec<f64>,
+    pub cl_heap: Vec<IdHeap>,
+    /// the rate this event's fill gives it, and the fill that set it
+    pub cl_new: Vec<f64>,
+    pub cl_ep: Vec<u32>,
+    pub cl_touched: Vec<u32>,
+    pub free_cl: Vec<u32>,
+    pub cl_rt: Vec<bool>,
     pub rt_list: Vec<u32>,
-    /// per group: exact time its top flow completes, and the earliest time it is
-    /// within the completion tolerance (inf when idle or not served)
-    pub g_ta: BlockMin,
-    pub g_tb: BlockMin,
+    /// per class: when its top bundle finishes (a), and the earliest time any of its
+    /// bundles can be within tolerance (b); inf when not served
+    pub cl_ta: BlockMin,
+    pub cl_tb: BlockMin,
+    // bundles
+    pub b_own: Vec<u32>,
+    pub b_cls: Vec<u32>,
+    /// in its class's clock: the clock when its flows finish; pending (no class): the
+    /// bytes each flow has left
+    pub b_key: Vec<f64>,
+    pub b_tol: Vec<f64>,
+    pub b_flows: Vec<Vec<u32>>,
+    pub b_hpos: Vec<u32>,
+    pub b_opos: Vec<u32>,
+    pub free_b: Vec<u32>,
+    pub pending: Vec<u32>,
+    pub b_pend: Vec<bool>,
+    /// scratch: (bundle, class) -> the bundle its flows moved to at this event
+    pub split: IdMap<u32>,
     // levels
     pub lv: Vec<Level>,
     pub lmap: IdMap<u32>,
     pub lorder: Vec<u32>,
     pub lorder_dirty: bool,
     pub free_l: Vec<u32>,
-    /// per link, the smallest level key whose use of it changed since the last fill
-    /// (the levels after it see a different capacity there); MAX if none
-    pub chg_key: Vec<u64>,
-    pub chg_list: Vec<u32>,
-    /// per group, its position in the group list of each link of its path
-    pub g_adjpos: Vec<u32>,
-    /// the current fill (a group's `epoch` is the fill that fixed its rate last)
+    /// the current fill (a group's / class's `ep` is the fill that fixed it last)
     pub epoch: u32,
     // release groups, coflows
     pub g_flows_ptr: Vec<usize>,
-    pub g_flows: Vec<u32>,
+    pub rg_flows: Vec<u32>,
     pub rg_left: Vec<u32>,
     pub rg_deps_left: Vec<u32>,
     pub rg_bytes: Vec<f64>,
@@ -433,19 +323,17 @@ pub struct Sim {
     pub h_units: Vec<u32>,
     // scratch for the fills
     pub resid: Vec<f64>,
-    pub wsum: Vec<f64>,
-    pub filler: Filler,
-    /// scratch flag per link, false between uses
-    pub mark: Vec<bool>,
-    pub qmask: Vec<u32>,
-    pub used: Vec<f64>,
-    pub rate1: Vec<f64>,
-    /// aalo: per group and pass, its index among the items of its level's set-up
-    pub g_sj: Vec<u32>,
-    /// per link, whether it ends some path (a receiver's link); per path, its last link
-    pub is_last: Vec<bool>,
-    pub path_last: Vec<u32>,
     pub work: Vec<f64>,
+    pub wsum: Vec<f64>,
+    pub qmask: Vec<u32>,
+    /// per link: the round of the current fill it is a tie bottleneck of, not yet fixed
+    pub mark: Vec<u32>,
+    pub round: u32,
+    /// per link: the fill (epoch) at which it was last a bottleneck or had nothing left
+    pub bmark: Vec<u32>,
+    /// aalo: classes no group is in after this event's fills, freed once empty
+    pub cl_dead: Vec<u32>,
+    pub used: Vec<f64>,
     pub lheap: BinaryHeap<Reverse<Key>>,
     pub bott: Vec<u32>,
     /// aalo / baraat: per coflow, the planned time its bytes reach its next threshold
@@ -466,13 +354,14 @@ impl Sim {
         let nc = inp.c_rank.len();
         let ng = inp.g_arrival.len();
         let nl = inp.cap.len();
-        let n_paths = inp.plinks.len() / inp.width.max(1);
+        let width = inp.width;
+        let n_paths = inp.plinks.len() / width.max(1);
         let n_owner = match pol {
             Policy::Fs | Policy::FsStatic | Policy::Varys => 1,
             Policy::Stream => nu,
             Policy::Aalo | Policy::Baraat => nc,
         };
-        let (g_flows_ptr, g_flows) = csr(ng, &inp.f_group);
+        let (g_flows_ptr, rg_flows) = csr(ng, &inp.f_group);
         let (c_units_ptr, c_units) = csr(nc, &inp.u_cof);
         let mut rg_left = vec![0u32; ng];
         let mut rg_bytes = vec![0.0; ng];
@@ -482,20 +371,24 @@ impl Sim {
             rg_bytes[inp.f_group[f] as usize] += inp.f_size[f];
             c_left[inp.f_cof[f] as usize] += 1;
         }
+        let maxtol = inp.f_size.iter().fold(0.0f64, |m, &x| m.max(x)) * TOL_REL + TOL_BYTES;
         let k = par.tau.len();
         let delay = if par.relay == Relay::Decentralized { par.info_delay_s } else { 0.0 };
         let mut sim = Sim {
             pol,
             k,
-            n_paths,
+            width,
+            maxtol,
             f_grp: vec![NONE; nf],
-            f_gen: vec![0; nf],
-            f_thr: vec![0.0; nf],
+            f_gpos: vec![NONE; nf],
+            f_bun: vec![NONE; nf],
+            f_bpos: vec![NONE; nf],
             f_opos: vec![NONE; nf],
             finish: vec![f64::NAN; nf],
             events: 0,
             o_key: vec![u64::MAX; n_owner],
             o_flows: vec![Vec::new(); n_owner],
+            o_buns: vec![Vec::new(); n_owner],
             o_rate: vec![0.0; n_owner],
             o_npos: vec![0; n_owner],
             o_x0: vec![0.0; n_owner],
@@ -505,31 +398,49 @@ impl Sim {
             o_tx: vec![0.0; n_owner],
             act_o: Vec::new(),
             o_pos: vec![NONE; n_owner],
-            gmap: IdMap::default(),
+            p_grp: vec![PathGroups::default(); n_paths],
             gh: Vec::new(),
-            fill_out: Vec::new(),
-            g_svc0: Vec::new(),
-            g_t0: Vec::new(),
-            g_heap: Vec::new(),
-            g_top: Vec::new(),
-            g_own: Vec::new(),
-            g_lpos: Vec::new(),
+            g_flows: Vec::new(),
+            seen: 0,
+            is_last: vec![false; nl],
+            path_last: Vec::new(),
+            g_adjpos: Vec::new(),
             free_g: Vec::new(),
-            g_rt: Vec::new(),
+            g_chg: Vec::new(),
+            cl_lvl: Vec::new(),
+            cl_link: Vec::new(),
+            cl_pair: Vec::new(),
+            cl_rate: Vec::new(),
+            cl_x0: Vec::new(),
+            cl_t0: Vec::new(),
+            cl_heap: Vec::new(),
+            cl_new: Vec::new(),
+            cl_ep: Vec::new(),
+            cl_touched: Vec::new(),
+            free_cl: Vec::new(),
+            cl_rt: Vec::new(),
             rt_list: Vec::new(),
-            g_ta: BlockMin::default(),
-            g_tb: BlockMin::default(),
+            cl_ta: BlockMin::default(),
+            cl_tb: BlockMin::default(),
+            b_own: Vec::new(),
+            b_cls: Vec::new(),
+            b_key: Vec::new(),
+            b_tol: Vec::new(),
+            b_flows: Vec::new(),
+            b_hpos: Vec::new(),
+            b_opos: Vec::new(),
+            free_b: Vec::new(),
+            pending: Vec::new(),
+            b_pend: Vec::new(),
+            split: IdMap::default(),
             lv: Vec::new(),
             lmap: IdMap::default(),
             lorder: Vec::new(),
             lorder_dirty: false,
             free_l: Vec::new(),
-            chg_key: vec![u64::MAX; nl],
-            chg_list: Vec::new(),
-            g_adjpos: Vec::new(),
             epoch: 0,
             g_flows_ptr,
-            g_flows,
+            rg_flows,
             rg_left,
             rg_deps_left: inp.g_deps.clone(),
             rg_bytes,
@@ -566,16 +477,14 @@ impl Sim {
             h_units_ptr: Vec::new(),
             h_units: Vec::new(),
             resid: vec![0.0; nl],
-            wsum: vec![0.0; nl],
-            filler: Filler::new(nl),
-            mark: vec![false; nl],
-            qmask: vec![0; nl],
-            used: vec![0.0; nl],
-            rate1: Vec::new(),
-            g_sj: Vec::new(),
-            is_last: vec![false; nl],
-            path_last: Vec::new(),
             work: vec![0.0; nl],
+            wsum: vec![0.0; nl],
+            qmask: vec![0; nl],
+            mark: vec![0; nl],
+            round: 0,
+            bmark: vec![0; nl],
+            cl_dead: Vec::new(),
+            used: vec![0.0; nl],
             lheap: BinaryHeap::new(),
             bott: Vec::new(),
             x_at: vec![f64::INFINITY; n_owner],
@@ -586,9 +495,8 @@ impl Sim {
             par,
             inp,
         };
-        let w = sim.inp.width;
         for p in 0..n_paths {
-            let last = sim.inp.plinks[p * w..p * w + w].iter().rev().copied()
+            let last = sim.inp.plinks[p * width..p * width + width].iter().rev().copied()
                 .find(|&l| l != NONE).unwrap_or(NONE);
             sim.path_last.push(last);
             if last != NONE {
@@ -611,14 +519,25 @@ impl Sim {
     }
 
     #[inline]
-    pub fn tol(&self, f: u32) -> f64 {
-        TOL_REL * self.inp.f_size[f as usize] + TOL_BYTES
+    pub fn tol(&self, f: usize) -> f64 {
+        TOL_REL * self.inp.f_size[f] + TOL_BYTES
     }
 
-    /// Service of group `g` at `t`.
+    /// Class `k`'s clock at `t`: bytes served per flow since it was made.
     #[inline]
-    pub fn svc(&self, g: usize, t: f64) -> f64 {
-        self.g_svc0[g] + self.gh[g].rate * (t - self.g_t0[g])
+    pub fn clock(&self, k: usize, t: f64) -> f64 {
+        self.cl_x0[k] + self.cl_rate[k] * (t - self.cl_t0[k])
+    }
+
+    /// The rate of flow `f`'s group (0 before its first fill).
+    #[inline]
+    pub fn flow_rate(&self, f: usize) -> f64 {
+        let k = self.gh[self.f_grp[f] as usize].cls;
+        if k == NONE || self.b_cls[self.f_bun[f] as usize] == NONE {
+            0.0
+        } else {
+            self.cl_rate[k as usize]
+        }
     }
 
     /// Owner `o`'s bytes at `t` (units: received; coflows: sent).
@@ -636,7 +555,7 @@ impl Sim {
     /// Change owner `o`'s rate by `d` at the current event (applied by
     /// `flush_owners`, once per owner, before any rate or byte count is read).
     #[inline]
-    fn owner_rate_add(&mut self, o: usize, d: f64) {
+    pub fn owner_rate_add(&mut self, o: usize, d: f64) {
         if d == 0.0 {
             return;
         }
@@ -647,8 +566,20 @@ impl Sim {
         }
     }
 
+    /// `n` flows of owner `o` go from rate `a` to rate `b`.
+    #[inline]
+    fn owner_move(&mut self, o: usize, n: u32, a: f64, b: f64) {
+        if a > 0.0 && !(b > 0.0) {
+            self.o_npos[o] -= n;
+        } else if !(a > 0.0) && b > 0.0 {
+            self.o_npos[o] += n;
+        }
+        self.owner_rate_add(o, (b - a) * n as f64);
+    }
+
     /// Apply the owners' rate changes of the event at `t` (bytes synced first at the
     /// old rates; for `stream` the coflows' too, and the relay's breakpoints).
+    #[inline(never)]
     pub fn flush_owners(&mut self, t: f64) {
         let list = std::mem::take(&mut self.dirty_o);
         for &o in &list {
@@ -690,6 +621,337 @@ impl Sim {
         }
     }
 
+    // -- classes -------------------------------------------------------------------
+    /// A new class of level slot `l` at link `lk` (rate 0, clock 0).
+    pub fn new_class(&mut self, l: usize, lk: u32) -> u32 {
+        let k = match self.free_cl.pop() {
+            Some(k) => k as usize,
+            None => {
+                self.cl_lvl.push(0);
+                self.cl_link.push(0);
+                self.cl_pair.push(u64::MAX);
+                self.cl_rate.push(0.0);
+                self.cl_x0.push(0.0);
+                self.cl_t0.push(0.0);
+                self.cl_heap.push(IdHeap::default());
+                self.cl_new.push(0.0);
+                self.cl_ep.push(0);
+                self.cl_rt.push(false);
+                self.cl_ta.push(f64::INFINITY);
+                self.cl_tb.push(f64::INFINITY);
+                self.cl_lvl.len() - 1
+            }
+        };
+        self.cl_lvl[k] = l as u32;
+        self.cl_link[k] = lk;
+        self.cl_pair[k] = u64::MAX;
+        self.cl_rate[k] = 0.0;
+        self.cl_x0[k] = 0.0;
+        self.cl_t0[k] = 0.0;
+        self.cl_ep[k] = self.epoch.wrapping_sub(1);
+        k as u32
+    }
+
+    fn free_class(&mut self, k: u32) {
+        debug_assert!(self.cl_heap[k as usize].is_empty());
+        self.cl_ta.set(k as usize, f64::INFINITY);
+        self.cl_tb.set(k as usize, f64::INFINITY);
+        self.cl_rate[k as usize] = 0.0;
+        self.free_cl.push(k);
+    }
+
+    /// Class `k` is fixed at rate `m` by the current fill.
+    #[inline]
+    pub fn touch_class(&mut self, k: u32, m: f64) {
+        let ku = k as usize;
+        if self.cl_ep[ku] != self.epoch {
+            self.cl_ep[ku] = self.epoch;
+            self.cl_touched.push(k);
+        }
+        self.cl_new[ku] = m;
+    }
+
+    /// Group `g` is fixed in class `k` by the current fill.
+    #[inline]
+    pub fn assign(&mut self, g: usize, k: u32) {
+        self.gh[g].ep = self.epoch;
+        if self.gh[g].cls != k {
+            if self.gh[g].cls != NONE {
+                self.g_chg.push(g as u32);
+            }
+            self.gh[g].cls = k;
+        }
+    }
+
+    pub fn mark_retime(&mut self, k: usize) {
+        if !self.cl_rt[k] {
+            self.cl_rt[k] = true;
+            self.rt_list.push(k as u32);
+        }
+    }
+
+    /// Class `k`'s completion times from its top bundle, rate and clock.
+    fn retime(&mut self, k: usize) {
+        let r = self.cl_rate[k];
+        let (a, b) = match self.cl_heap[k].top() {
+            Some(b) if r > 0.0 => {
+                let ta = self.cl_t0[k] + (self.b_key[b as usize] - self.cl_x0[k]) / r;
+                (ta, ta - self.maxtol / r)
+            }
+            _ => (f64::INFINITY, f64::INFINITY),
+        };
+        self.cl_ta.set(k, a);
+        self.cl_tb.set(k, b);
+    }
+
+    #[inline(never)]
+    pub fn flush_retime(&mut self) {
+        let list = std::mem::take(&mut self.rt_list);
+        for &k in &list {
+            self.cl_rt[k as usize] = false;
+            self.retime(k as usize);
+        }
+        self.rt_list = list;
+        self.rt_list.clear();
+    }
+
+    /// Class `k` takes rate `r` at `t`: its clock is synced, its bundles' owners move
+    /// by the difference (one step per bundle, not per flow).
+    #[inline(never)]
+    fn set_class_rate(&mut self, k: usize, r: f64, t: f64) {
+        let old = self.cl_rate[k];
+        if r == old {
+            return;
+        }
+        count!(n::CLASS_RATES, 1);
+        count!(n::CLASS_RATE_BUNDLES, self.cl_heap[k].len());
+        self.cl_x0[k] = self.clock(k, t);
+        self.cl_t0[k] = t;
+        self.cl_rate[k] = r;
+        let heap = std::mem::take(&mut self.cl_heap[k]);
+        for &b in &heap.ids {
+            let b = b as usize;
+            let n = self.b_flows[b].len() as u32;
+            self.owner_move(self.b_own[b] as usize, n, old, r);
+        }
+        self.cl_heap[k] = heap;
+        self.mark_retime(k);
+    }
+
+    // -- bundles -------------------------------------------------------------------
+    fn new_bundle(&mut self, o: usize, tol: f64) -> usize {
+        let b = match self.free_b.pop() {
+            Some(b) => b as usize,
+            None => {
+                self.b_own.push(0);
+                self.b_cls.push(NONE);
+                self.b_key.push(0.0);
+                self.b_tol.push(0.0);
+                self.b_flows.push(Vec::new());
+                self.b_hpos.push(NONE);
+                self.b_opos.push(NONE);
+                self.b_pend.push(false);
+                self.b_own.len() - 1
+            }
+        };
+        self.b_own[b] = o as u32;
+        self.b_cls[b] = NONE;
+        self.b_tol[b] = tol;
+        self.b_flows[b].clear();
+        self.b_opos[b] = self.o_buns[o].len() as u32;
+        self.o_buns[o].push(b as u32);
+        b
+    }
+
+    fn free_bundle(&mut self, b: usize) {
+        debug_assert!(self.b_flows[b].is_empty() && self.b_cls[b] == NONE);
+        let o = self.b_own[b] as usize;
+        let i = self.b_opos[b] as usize;
+        let list = &mut self.o_buns[o];
+        let last = *list.last().unwrap();
+        list.swap_remove(i);
+        if i < list.len() {
+            self.b_opos[last as usize] = i as u32;
+        }
+        self.b_opos[b] = NONE;
+        self.free_b.push(b as u32);
+    }
+
+    fn bundle_add(&mut self, b: usize, f: usize) {
+        self.f_bun[f] = b as u32;
+        self.f_bpos[f] = self.b_flows[b].len() as u32;
+        self.b_flows[b].push(f as u32);
+    }
+
+    /// Take flow `f` out of its bundle (the bundle stays, maybe empty).
+    fn bundle_take(&mut self, f: usize) -> usize {
+        let b = self.f_bun[f] as usize;
+        let i = self.f_bpos[f] as usize;
+        let list = &mut self.b_flows[b];
+        let last = *list.last().unwrap();
+        list.swap_remove(i);
+        if i < list.len() {
+            self.f_bpos[last as usize] = i as u32;
+        }
+        self.f_bun[f] = NONE;
+        b
+    }
+
+    /// Put bundle `b` (holding `rem` bytes per flow) in class `k` at `t`.
+    fn class_bundle(&mut self, b: usize, k: usize, rem: f64, t: f64) {
+        self.b_cls[b] = k as u32;
+        self.b_key[b] = self.clock(k, t) + rem;
+        let (key, pos) = (&self.b_key, &mut self.b_hpos);
+        self.cl_heap[k].push(b as u32, key, pos);
+        self.mark_retime(k);
+        let n = self.b_flows[b].len() as u32;
+        self.owner_move(self.b_own[b] as usize, n, 0.0, self.cl_rate[k]);
+    }
+
+    /// Take bundle `b` out of its class at `t`: it keeps the bytes its flows have left.
+    fn unclass_bundle(&mut self, b: usize, t: f64) {
+        let k = self.b_cls[b] as usize;
+        let rem = self.b_key[b] - self.clock(k, t);
+        let (key, pos) = (&self.b_key, &mut self.b_hpos);
+        self.cl_heap[k].remove(b as u32, key, pos);
+        self.mark_retime(k);
+        let n = self.b_flows[b].len() as u32;
+        self.owner_move(self.b_own[b] as usize, n, self.cl_rate[k], 0.0);
+        self.b_cls[b] = NONE;
+        self.b_key[b] = rem;
+    }
+
+    fn mark_pending(&mut self, b: usize) {
+        if !self.b_pend[b] {
+            self.b_pend[b] = true;
+            self.pending.push(b as u32);
+        }
+    }
+
+    /// After the fills: flows whose group changed class move to a bundle of the new
+    /// class (flows of one bundle going to one class stay together); bundles with no
+    /// class (new, or their owner moved) are put in the class of their flows' groups,
+    /// split where these differ. The classes' new rates are applied first.
+    #[inline(never)]
+    pub fn apply_fill(&mut self, t: f64) {
+        let touched = std::mem::take(&mut self.cl_touched);
+        for &k in &touched {
+            let k = k as usize;
+            self.set_class_rate(k, self.cl_new[k], t);
+        }
+        self.cl_touched = touched;
+        self.cl_touched.clear();
+        let chg = std::mem::take(&mut self.g_chg);
+        count!(n::GROUP_CLASS, chg.len());
+        self.split.clear();
+        let mut made: Vec<(u32, f64)> = Vec::new();
+        for &g in &chg {
+            let g = g as usize;
+            let k2 = self.gh[g].cls;
+            let mut i = 0;
+            while i < self.g_flows[g].len() {
+                let f = self.g_flows[g][i] as usize;
+                i += 1;
+                let b = self.f_bun[f] as usize;
+                let k1 = self.b_cls[b];
+                if k1 == NONE || k1 == k2 {
+                    continue;
+                }
+                let key = (b as u64) << 32 | k2 as u64;
+                let nb = match self.split.get(&key) {
+                    Some(&nb) => nb as usize,
+                    None => {
+                        let o = self.b_own[b] as usize;
+                        let nb = self.new_bundle(o, self.b_tol[b]);
+                        let rem = self.b_key[b] - self.clock(k1 as usize, t);
+                        self.split.insert(key, nb as u32);
+                        made.push((nb as u32, rem));
+                        self.b_cls[nb] = k2;
+                        nb
+                    }
+                };
+                count!(n::REBUNDLED, 1);
+                self.bundle_take(f);
+                self.bundle_add(nb, f);
+                let o = self.b_own[b] as usize;
+                self.owner_move(o, 1, self.cl_rate[k1 as usize], self.cl_rate[k2 as usize]);
+                if self.b_flows[b].is_empty() {
+                    let (key, pos) = (&self.b_key, &mut self.b_hpos);
+                    self.cl_heap[k1 as usize].remove(b as u32, key, pos);
+                    self.mark_retime(k1 as usize);
+                    self.b_cls[b] = NONE;
+                    self.free_bundle(b);
+                }
+            }
+        }
+        for &(nb, rem) in &made {
+            let nb = nb as usize;
+            let k = self.b_cls[nb] as usize;
+            self.b_key[nb] = self.clock(k, t) + rem;
+            let (key, pos) = (&self.b_key, &mut self.b_hpos);
+            self.cl_heap[k].push(nb as u32, key, pos);
+            self.mark_retime(k);
+        }
+        self.g_chg = chg;
+        self.g_chg.clear();
+        // bundles with no class
+        let pend = std::mem::take(&mut self.pending);
+        for &b in &pend {
+            let b = b as usize;
+            self.b_pend[b] = false;
+            if self.b_flows[b].is_empty() {
+                if self.b_cls[b] == NONE && self.b_opos[b] != NONE {
+                    self.free_bundle(b);
+                }
+                continue;
+            }
+            if self.b_cls[b] != NONE {
+                continue;
+            }
+            let rem = self.b_key[b];
+            let f0 = self.b_flows[b][0] as usize;
+            let k0 = self.gh[self.f_grp[f0] as usize].cls;
+            let mut i = 0;
+            self.split.clear();
+            while i < self.b_flows[b].len() {
+                let f = self.b_flows[b][i] as usize;
+                let k = self.gh[self.f_grp[f] as usize].cls;
+                if k == k0 {
+                    i += 1;
+                    continue;
+                }
+                let nb = match self.split.get(&(k as u64)) {
+                    Some(&nb) => nb as usize,
+                    None => {
+                        let o = self.b_own[b] as usize;
+                        let nb = self.new_bundle(o, self.b_tol[b]);
+                        self.b_key[nb] = rem;
+                        self.split.insert(k as u64, nb as u32);
+                        nb
+                    }
+                };
+                self.bundle_take(f);
+                self.bundle_add(nb, f);
+            }
+            count!(n::CLASSED, 1);
+            count!(n::SPLITS, self.split.len());
+            self.class_bundle(b, k0 as usize, rem, t);
+            let made: Vec<(u64, u32)> = self.split.iter().map(|(&k, &nb)| (k, nb)).collect();
+            for (k, nb) in made {
+                self.class_bundle(nb as usize, k as usize, rem, t);
+            }
+        }
+        self.pending = pend;
+        self.pending.clear();
+        let dead = std::mem::take(&mut self.cl_dead);
+        for &k in &dead {
+            debug_assert!(self.cl_heap[k as usize].is_empty());
+            self.free_class(k);
+        }
+        self.cl_dead = dead;
+        self.cl_dead.clear();
+    }
+
     // -- levels and groups ------------------------------------------------------
     fn level_of(&mut self, key: u64) -> usize {
         if let Some(&l) = self.lmap.get(&key) {
@@ -713,44 +975,33 @@ impl Sim {
         l
     }
 
-    /// Note that level `key`'s use of link `lk` changed.
-    #[inline]
-    pub fn mark_link(&mut self, lk: u32, key: u64) {
-        let c = &mut self.chg_key[lk as usize];
-        if *c == u64::MAX {
-            self.chg_list.push(lk);
-        }
-        if key < *c {
-            *c = key;
-        }
-    }
-
     fn drop_level(&mut self, l: usize) {
         let key = self.lv[l].key;
-        self.lmap.remove(&key);
-        let links = std::mem::take(&mut self.lv[l].links);
-        for &lk in &links {
-            self.mark_link(lk, key); // what it used is free for the levels below
-            self.lv[l].lslot[lk as usize] = NONE;
+        if self.lmap.get(&key) == Some(&(l as u32)) {
+            self.lmap.remove(&key);
         }
-        let lvl = &mut self.lv[l];
-        lvl.links = links;
-        lvl.links.clear();
-        lvl.lgroups.clear();
-        lvl.lw.clear();
-        lvl.usage.clear();
-        lvl.usage_lo.clear();
-        lvl.groups.clear();
-        lvl.pos.clear();
+        debug_assert!(self.lv[l].links.is_empty());
         let pos = self.lorder.iter().position(|&x| x as usize == l).unwrap();
         self.lorder.remove(pos);
+        let pairs: Vec<u32> = self.lv[l].pair.values().copied().collect();
+        for k in pairs {
+            self.free_class(k);
+        }
+        let lvl = &mut self.lv[l];
+        lvl.pair.clear();
+        lvl.fresh.clear();
+        lvl.served.clear();
+        let z = std::mem::replace(&mut lvl.zcls, NONE);
+        if z != NONE {
+            self.free_class(z);
+        }
         self.free_l.push(l as u32);
     }
 
     /// Give level slot `l` the key `key`, which no level holds: its groups keep their
-    /// flows and service; the fill sees the level at its new place (the levels after
-    /// the higher of the two keys on its links are filled again).
+    /// flows and classes; the fills see the level at its new place.
     pub fn relabel(&mut self, l: usize, key: u64) {
+        count!(n::RELABELS, 1);
         let old = self.lv[l].key;
         if self.lmap.get(&old) == Some(&(l as u32)) {
             self.lmap.remove(&old);
@@ -758,26 +1009,20 @@ impl Sim {
         self.lmap.insert(key, l as u32);
         self.lv[l].key = key;
         self.lv[l].dirty = true;
-        let m = old.min(key);
-        for i in 0..self.lv[l].links.len() {
-            let lk = self.lv[l].links[i];
-            self.mark_link(lk, m);
-        }
         self.lorder_dirty = true;
     }
 
     /// Enter group `g` in its level's per-link lists.
     fn attach(&mut self, g: usize) {
-        let w = self.inp.width;
+        let w = self.width;
         let p = self.gh[g].path as usize;
-        let lvl = &mut self.lv[self.gh[g].lvl as usize];
-        lvl.memo[0].setup_ok = false;
-        lvl.memo[1].setup_ok = false;
+        let l = self.gh[g].lvl as usize;
         for j in 0..w {
             let lk = self.inp.plinks[p * w + j];
             if lk == NONE {
                 continue;
             }
+            let lvl = &mut self.lv[l];
             let mut slot = lvl.lslot[lk as usize];
             if slot == NONE {
                 slot = lvl.links.len() as u32;
@@ -785,8 +1030,9 @@ impl Sim {
                 lvl.links.push(lk);
                 lvl.lgroups.push(Vec::new());
                 lvl.lw.push(0.0);
-                lvl.usage.push(0.0);
-                lvl.usage_lo.push(0.0);
+                lvl.lcls.push(NONE);
+                lvl.memo[0].push();
+                lvl.memo[1].push();
             }
             let list = &mut lvl.lgroups[slot as usize];
             self.g_adjpos[g * w + j] = list.len() as u32;
@@ -796,20 +1042,9 @@ impl Sim {
 
     /// Remove group `g` (no flows left) from its level's per-link lists.
     fn detach(&mut self, g: usize) {
-        let w = self.inp.width;
+        let w = self.width;
         let p = self.gh[g].path as usize;
         let l = self.gh[g].lvl as usize;
-        let key = self.lv[l].key;
-        for k in 0..2 {
-            let lvl = &mut self.lv[l];
-            if lvl.memo[k].setup_ok {
-                let slots = self.inp.plinks[p * w..p * w + w]
-                    .iter()
-                    .filter(|&&lk| lk != NONE)
-                    .map(|&lk| lvl.lslot[lk as usize] as usize);
-                lvl.memo[k].setup.remove(self.g_sj[2 * g + k] as usize, g as u32, slots);
-            }
-        }
         for j in 0..w {
             let lk = self.inp.plinks[p * w + j];
             if lk == NONE {
@@ -828,59 +1063,33 @@ impl Sim {
             }
             if list.is_empty() {
                 // no group of this level crosses the link any more (the slots move)
-                lvl.memo[0].setup_ok = false;
-                lvl.memo[1].setup_ok = false;
+                let k = lvl.lcls[slot];
                 let last = lvl.links.len() - 1;
                 lvl.links.swap_remove(slot);
                 lvl.lgroups.swap_remove(slot);
                 lvl.lw.swap_remove(slot);
-                lvl.usage.swap_remove(slot);
-                lvl.usage_lo.swap_remove(slot);
+                lvl.lcls.swap_remove(slot);
+                lvl.memo[0].swap_remove(slot);
+                lvl.memo[1].swap_remove(slot);
                 if slot < last {
                     let moved = lvl.links[slot];
                     lvl.lslot[moved as usize] = slot as u32;
                 }
                 lvl.lslot[lk as usize] = NONE;
-                self.mark_link(lk, key);
+                lvl.dirty = true;
+                lvl.memo[0].setup_ok = false;
+                lvl.memo[1].setup_ok = false;
+                if k != NONE {
+                    self.free_class(k);
+                }
             }
         }
     }
 
-    /// Group `g` gains `d` flows (+1 or -1): its level's per-link flows and use follow.
-    fn resize(&mut self, g: usize, d: f64) {
-        let w = self.inp.width;
-        let p = self.gh[g].path as usize;
-        let l = self.gh[g].lvl as usize;
-        let r = self.gh[g].rate;
-        let key = self.lv[l].key;
-        self.lv[l].dirty = true;
-        for j in 0..w {
-            let lk = self.inp.plinks[p * w + j];
-            if lk == NONE {
-                continue;
-            }
-            let lvl = &mut self.lv[l];
-            let slot = lvl.lslot[lk as usize] as usize;
-            lvl.lw[slot] += d;
-            if r > 0.0 {
-                lvl.add_usage(slot, r * d);
-                self.mark_link(lk, key);
-            }
-        }
-        if self.gh[g].n > 0 {
-            // (a group left with no flows is dropped next, and taken out of the
-            // set-ups then)
-            self.lv[l].memo[0].setup_ok = false;
-            self.lv[l].memo[1].setup_ok = false;
-        }
-    }
-
-    /// Group (level `key`, `path`), made if absent. Groups are found by their level's
-    /// slot, not its key, so that a level can change key (`relabel`) as a whole.
-    fn group_of(&mut self, key: u64, path: u32) -> usize {
-        let l = self.level_of(key);
-        let gk = l as u64 * self.n_paths as u64 + path as u64;
-        if let Some(&g) = self.gmap.get(&gk) {
+    /// Group (level slot `l`, `path`), made if absent.
+    fn group_of(&mut self, l: usize, path: u32) -> usize {
+        let g = self.p_grp[path as usize].find(l as u32);
+        if g != NONE {
             return g as usize;
         }
         let g = match self.free_g.pop() {
@@ -888,240 +1097,151 @@ impl Sim {
             None => {
                 let g = self.gh.len();
                 self.gh.push(GHot::default());
-                self.fill_out.push(0.0);
-                self.g_svc0.push(0.0);
-                self.g_t0.push(0.0);
-                self.g_heap.push(BinaryHeap::new());
-                self.g_top.push(Top::UNKNOWN);
-                self.g_own.push(Owners::default());
-                self.g_lpos.push(NONE);
-                self.g_rt.push(false);
-                self.rate1.push(0.0);
-                self.g_sj.extend([NONE, NONE]);
-                self.g_ta.push(f64::INFINITY);
-                self.g_tb.push(f64::INFINITY);
-                self.g_adjpos.extend(std::iter::repeat_n(NONE, self.inp.width));
+                self.g_flows.push(Vec::new());
+                self.g_adjpos.extend(std::iter::repeat_n(NONE, self.width));
                 g
             }
         };
+        count!(n::GROUPS_MADE, 1);
         self.gh[g].path = path;
-        self.gh[g].n = 0;
-        self.gh[g].rate = 0.0;
-        self.gh[g].new = 0.0;
-        self.g_svc0[g] = 0.0;
-        self.g_t0[g] = 0.0;
-        self.g_heap[g].clear();
-        self.g_top[g] = Top::UNKNOWN;
-        self.g_own[g].clear();
         self.gh[g].lvl = l as u32;
+        self.gh[g].w = 0.0;
+        self.g_flows[g].clear();
+        self.gh[g].cls = NONE;
+        self.gh[g].c1 = NONE;
+        self.gh[g].ep = self.epoch.wrapping_sub(1);
         let lvl = &mut self.lv[l];
-        self.g_lpos[g] = lvl.groups.len() as u32;
+        self.gh[g].lpos = lvl.groups.len() as u32;
         lvl.groups.push(g as u32);
         lvl.dirty = true;
-        self.gmap.insert(gk, g as u32);
+        if self.pol == Policy::Aalo {
+            lvl.fresh.push(g as u32);
+            // a new group may be an item: the set-ups are made again
+            lvl.memo[0].setup_ok = false;
+            lvl.memo[1].setup_ok = false;
+        }
+        self.p_grp[path as usize].add(l as u32, g as u32);
         self.attach(g);
         g
     }
 
     fn drop_group(&mut self, g: usize) {
-        let gk = self.gh[g].lvl as u64 * self.n_paths as u64 + self.gh[g].path as u64;
-        self.gmap.remove(&gk);
-        self.detach(g);
         let l = self.gh[g].lvl as usize;
+        self.p_grp[self.gh[g].path as usize].remove(l as u32);
+        self.detach(g);
         {
             let lvl = &mut self.lv[l];
-            let i = self.g_lpos[g] as usize;
+            let i = self.gh[g].lpos as usize;
             let last = *lvl.groups.last().unwrap();
             lvl.groups.swap_remove(i);
             if i < lvl.groups.len() {
-                self.g_lpos[last as usize] = i as u32;
+                self.gh[last as usize].lpos = i as u32;
             }
             lvl.dirty = true;
         }
-        self.g_lpos[g] = NONE;
-        self.g_heap[g].clear();
-        self.gh[g].rate = 0.0;
-        self.g_ta.set(g, f64::INFINITY);
-        self.g_tb.set(g, f64::INFINITY);
+        self.gh[g].lpos = NONE;
+        self.gh[g].cls = NONE;
         self.free_g.push(g as u32);
         if self.lv[l].groups.is_empty() {
             self.drop_level(l);
         }
     }
 
-    /// The group's next completion (key a) and the earliest time its top flow is
-    /// within the completion tolerance (key b), after dropping stale heap entries;
-    /// inf for both when the group is not served.
-    pub fn retime(&mut self, g: usize) {
-        if !(self.gh[g].rate > 0.0) {
-            // not served: no completion time (stale entries wait for the next re-time)
-            self.g_ta.set(g, f64::INFINITY);
-            self.g_tb.set(g, f64::INFINITY);
-            return;
-        }
-        if self.g_top[g].thr.is_nan() {
-            let heap = &mut self.g_heap[g];
-            while let Some(&Reverse(e)) = heap.peek() {
-                if self.f_grp[e.f as usize] == g as u32 && self.f_gen[e.f as usize] == e.gen {
-                    break;
+    /// Group `g` gains `d` flows (+1 or -1): its level's per-link weights follow.
+    #[inline]
+    fn resize(&mut self, g: usize, d: f64) {
+        let w = self.width;
+        let p = self.gh[g].path as usize;
+        let l = self.gh[g].lvl as usize;
+        self.gh[g].w += d;
+        let lvl = &mut self.lv[l];
+        lvl.dirty = true;
+        // the set-ups it is an item of keep their weights (an empty group stays in
+        // them at weight 0 and is skipped)
+        let set = self.gh[g].set;
+        let inset = [0, 1].map(|x| lvl.memo[x].setup_ok && set[x] == lvl.memo[x].setup_ep);
+        for j in 0..w {
+            let lk = self.inp.plinks[p * w + j];
+            if lk != NONE {
+                let slot = lvl.lslot[lk as usize] as usize;
+                lvl.lw[slot] += d;
+                if self.pol == Policy::FsStatic && !lvl.lchg[lk as usize] {
+                    lvl.lchg[lk as usize] = true;
+                    lvl.chg.push(lk);
                 }
-                heap.pop();
-            }
-            self.g_top[g] = match self.g_heap[g].peek() {
-                Some(&Reverse(e)) => Top { thr: e.thr, tol: self.tol(e.f), f: e.f },
-                None => Top { thr: f64::INFINITY, tol: 0.0, f: NONE },
-            };
-        }
-        let r = self.gh[g].rate;
-        let Top { thr, tol, .. } = self.g_top[g];
-        let (a, b) = if thr < f64::INFINITY {
-            let tc = self.g_t0[g] + (thr - self.g_svc0[g]) / r;
-            (tc, tc - tol / r)
-        } else {
-            (f64::INFINITY, f64::INFINITY)
-        };
-        self.g_ta.set(g, a);
-        self.g_tb.set(g, b);
-    }
-
-    pub fn mark_retime(&mut self, g: usize) {
-        if !self.g_rt[g] {
-            self.g_rt[g] = true;
-            self.rt_list.push(g as u32);
-        }
-    }
-
-    /// Re-time every marked group (before the times are read).
-    pub fn flush_retime(&mut self) {
-        let list = std::mem::take(&mut self.rt_list);
-        for (i, &g) in list.iter().enumerate() {
-            if let Some(&h) = list.get(i + AHEAD) {
-                self.prefetch_group(h as usize);
-            }
-            let g = g as usize;
-            self.g_rt[g] = false;
-            if self.g_lpos[g] != NONE {
-                self.retime(g);
+                for x in 0..2 {
+                    if inset[x] {
+                        lvl.memo[x].iw[slot] += d;
+                    }
+                }
             }
         }
-        self.rt_list = list;
-        self.rt_list.clear();
     }
 
-    /// Prefetch what `set_rate` and `retime` read of group `g`.
-    #[inline(always)]
-    pub fn prefetch_group(&self, g: usize) {
-        prefetch(&self.gh, g);
-        prefetch(&self.g_own, g);
-        prefetch(&self.g_svc0, g);
-        prefetch(&self.g_t0, g);
-        prefetch(&self.g_top, g);
-    }
-
-    /// Set group `g`'s rate at `t` (service synced, owners' rates moved by the change).
-    pub fn set_rate(&mut self, g: usize, r: f64, t: f64) {
-        let old = self.gh[g].rate;
-        if r == old {
-            return;
-        }
-        self.g_svc0[g] = self.svc(g, t);
-        self.g_t0[g] = t;
-        self.gh[g].rate = r;
-        for i in 0..self.g_own[g].len() {
-            let (o, c) = self.g_own[g].get(i);
-            let o = o as usize;
-            if old <= 0.0 && r > 0.0 {
-                self.o_npos[o] += c;
-            } else if old > 0.0 && r <= 0.0 {
-                self.o_npos[o] -= c;
-            }
-            self.owner_rate_add(o, (r - old) * c as f64);
-        }
-        self.mark_retime(g);
-    }
-
-    /// Put flow `f` (of owner `o`, level `key`) in its group with `rem` bytes left.
-    fn join(&mut self, f: usize, o: usize, key: u64, rem: f64, t: f64) {
-        let g = self.group_of(key, self.inp.f_path[f]);
-        let s = self.svc(g, t);
+    /// Put flow `f` in its group of level slot `l` (its bundle is unclassed).
+    fn join(&mut self, f: usize, l: usize) {
+        let g = self.group_of(l, self.inp.f_path[f]);
         self.f_grp[f] = g as u32;
-        self.f_thr[f] = s + rem;
-        self.g_heap[g].push(Reverse(HE { thr: s + rem, f: f as u32, gen: self.f_gen[f] }));
-        let top = &mut self.g_top[g];
-        if !top.thr.is_nan() && (s + rem, f as u32) < (top.thr, top.f) {
-            *top = Top { thr: s + rem, tol: TOL_REL * self.inp.f_size[f] + TOL_BYTES, f: f as u32 };
-        }
-        self.gh[g].n += 1;
+        self.f_gpos[f] = self.g_flows[g].len() as u32;
+        self.g_flows[g].push(f as u32);
         self.resize(g, 1.0);
-        self.g_own[g].add(o as u32);
-        let r = self.gh[g].rate;
-        if r > 0.0 {
-            self.o_npos[o] += 1;
-            self.owner_rate_add(o, r);
-        }
-        self.mark_retime(g);
     }
 
-    /// Take flow `f` out of its group; returns the bytes it had left.
-    fn leave(&mut self, f: usize, o: usize, t: f64) -> f64 {
+    /// Take flow `f` out of its group.
+    fn leave(&mut self, f: usize) {
         let g = self.f_grp[f] as usize;
-        let rem = self.f_thr[f] - self.svc(g, t);
+        let i = self.f_gpos[f] as usize;
+        let list = &mut self.g_flows[g];
+        let last = *list.last().unwrap();
+        list.swap_remove(i);
+        if i < list.len() {
+            self.f_gpos[last as usize] = i as u32;
+        }
         self.f_grp[f] = NONE;
-        self.f_gen[f] = self.f_gen[f].wrapping_add(1);
-        if self.g_top[g].f == f as u32 {
-            self.g_top[g] = Top::UNKNOWN;
-        }
-        self.gh[g].n -= 1;
+        self.f_gpos[f] = NONE;
         self.resize(g, -1.0);
-        self.g_own[g].sub(o as u32);
-        let r = self.gh[g].rate;
-        if r > 0.0 {
-            self.o_npos[o] -= 1;
-            self.owner_rate_add(o, -r);
-        }
-        if self.gh[g].n == 0 {
+        if self.g_flows[g].is_empty() {
             self.drop_group(g);
-        } else {
-            if self.g_heap[g].len() > 2 * self.gh[g].n as usize + 16 {
-                // flows that moved or finished left stale entries: keep the live ones
-                let (grp, gen) = (&self.f_grp, &self.f_gen);
-                self.g_heap[g].retain(|&Reverse(e)| {
-                    grp[e.f as usize] == g as u32 && gen[e.f as usize] == e.gen
-                });
-            }
-            self.mark_retime(g);
         }
-        rem
     }
 
-    /// Move owner `o`'s active flows to level `key` (a priority change).
+    /// Move owner `o`'s active flows to level `key` (a priority change): its bundles
+    /// leave their classes keeping their bytes, and are classed again after the fill.
+    #[inline(never)]
     pub fn move_owner(&mut self, o: usize, key: u64, t: f64) {
         if self.o_key[o] == key {
             return;
         }
         self.o_key[o] = key;
+        count!(n::OWNER_MOVES, 1);
+        count!(n::FLOW_MOVES, self.o_flows[o].len());
+        let buns = std::mem::take(&mut self.o_buns[o]);
+        for &b in &buns {
+            let b = b as usize;
+            if self.b_cls[b] != NONE {
+                self.unclass_bundle(b, t);
+            }
+            self.mark_pending(b);
+        }
+        self.o_buns[o] = buns;
+        let l = self.level_of(key);
         let fl = std::mem::take(&mut self.o_flows[o]);
-        for (i, &f) in fl.iter().enumerate() {
-            if let Some(&h) = fl.get(i + 2 * AHEAD) {
-                prefetch(&self.f_grp, h as usize);
-                prefetch(&self.f_thr, h as usize);
-            }
-            if let Some(&h) = fl.get(i + AHEAD) {
-                let g = self.f_grp[h as usize] as usize;
-                self.prefetch_group(g);
-                prefetch(&self.g_heap, g);
-            }
-            let rem = self.leave(f as usize, o, t);
-            self.join(f as usize, o, key, rem, t);
+        for &f in &fl {
+            let f = f as usize;
+            self.leave(f);
+            self.join(f, l);
         }
         self.o_flows[o] = fl;
     }
 
     // -- releases and completions --------------------------------------------------
+    #[inline(never)]
     fn release(&mut self, rg: usize, t: f64, rel: &mut BinaryHeap<Reverse<Key>>) {
         let mut zero: Vec<u32> = Vec::new();
+        // flows of one owner and size released together form one bundle
+        let mut made: Vec<(u32, u64, u32)> = Vec::new();
         for i in self.g_flows_ptr[rg]..self.g_flows_ptr[rg + 1] {
-            let f = self.g_flows[i] as usize;
+            let f = self.rg_flows[i] as usize;
             let u = self.inp.f_unit[f] as usize;
             self.n_seen[u] += 1.0;
             let c = self.inp.f_cof[f] as usize;
@@ -1130,7 +1250,7 @@ impl Sim {
                 enlist(&mut self.act_c, &mut self.c_pos, c);
             }
             let size = self.inp.f_size[f];
-            if size <= self.tol(f as u32) {
+            if size <= self.tol(f) {
                 zero.push(f as u32);
                 continue;
             }
@@ -1143,8 +1263,20 @@ impl Sim {
             }
             self.f_opos[f] = self.o_flows[o].len() as u32;
             self.o_flows[o].push(f as u32);
-            let key = self.o_key[o];
-            self.join(f, o, key, size, t);
+            let l = self.level_of(self.o_key[o]);
+            self.join(f, l);
+            let sb = size.to_bits();
+            let b = match made.iter().find(|m| m.0 == o as u32 && m.1 == sb) {
+                Some(m) => m.2 as usize,
+                None => {
+                    let b = self.new_bundle(o, self.tol(f));
+                    self.b_key[b] = size;
+                    self.mark_pending(b);
+                    made.push((o as u32, sb, b as u32));
+                    b
+                }
+            };
+            self.bundle_add(b, f);
         }
         if !zero.is_empty() {
             self.complete(&zero, t, rel);
@@ -1152,6 +1284,7 @@ impl Sim {
     }
 
     /// Flows already out of their groups.
+    #[inline(never)]
     fn complete(&mut self, fl: &[u32], t: f64, rel: &mut BinaryHeap<Reverse<Key>>) {
         let mut done_groups: Vec<usize> = Vec::new();
         for &f in fl {
@@ -1198,44 +1331,59 @@ impl Sim {
         }
     }
 
-    /// Complete every flow due at `t` (the previous event at `t_prev`): a flow is due
-    /// when its remaining bytes are within its tolerance, or its finish time is within
-    /// 1e-12 of the interval or not after `t` (the Python engine's rule).
+    /// Complete every bundle due at `t` (the previous event at `t_prev`): due when the
+    /// bytes its flows have left are within their tolerance, or their finish time is
+    /// within 1e-12 of the interval or not after `t` (the Python engine's rule).
+    #[inline(never)]
     fn completions(&mut self, t: f64, t_prev: f64, fin: &mut Vec<u32>) {
         let dt = t - t_prev;
         let horizon = t + dt * 1e-12 + 1e-9 * (1.0 + t.abs());
         let mut cand: Vec<u32> = Vec::new();
-        self.g_tb.at_most(horizon, &mut cand);
-        for &g in &cand {
-            let g = g as usize;
-            let r = self.gh[g].rate;
-            let s = self.svc(g, t);
-            let sp = self.svc(g, t_prev);
-            let mut n_done = 0;
-            while let Some(&Reverse(e)) = self.g_heap[g].peek() {
-                let f = e.f as usize;
-                if self.f_grp[f] != g as u32 || self.f_gen[f] != e.gen {
-                    self.g_heap[g].pop();
-                    continue;
-                }
-                let gap = e.thr - s;
-                let tf = (e.thr - sp) / r;
-                let at = self.g_t0[g] + (e.thr - self.g_svc0[g]) / r;
-                if due(gap, self.tol(e.f), tf, at, t_prev, t) {
-                    self.g_heap[g].pop();
-                    fin.push(e.f);
-                    n_done += 1;
-                } else {
-                    break;
+        self.cl_tb.at_most(horizon, &mut cand);
+        let mut due_b: Vec<u32> = Vec::new();
+        let mut look: Vec<u32> = Vec::new();
+        for &k in &cand {
+            let k = k as usize;
+            let r = self.cl_rate[k];
+            if !(r > 0.0) {
+                continue;
+            }
+            let bound = self.clock(k, horizon) + self.maxtol;
+            look.clear();
+            self.cl_heap[k].at_most(bound, &self.b_key, &mut look);
+            let x = self.clock(k, t);
+            let xp = self.clock(k, t_prev);
+            for &b in &look {
+                let key = self.b_key[b as usize];
+                let tf = (key - xp) / r;
+                let at = self.cl_t0[k] + (key - self.cl_x0[k]) / r;
+                if due(key - x, self.b_tol[b as usize], tf, at, t_prev, t) {
+                    due_b.push(b);
                 }
             }
-            let m = fin.len();
-            for i in m - n_done..m {
-                let f = fin[i] as usize;
-                let o = self.owner(f);
-                self.leave(f, o, t);
+        }
+        count!(n::BUNDLES_DONE, due_b.len());
+        for &b in &due_b {
+            let b = b as usize;
+            let k = self.b_cls[b] as usize;
+            let (key, pos) = (&self.b_key, &mut self.b_hpos);
+            self.cl_heap[k].remove(b as u32, key, pos);
+            self.mark_retime(k);
+            let o = self.b_own[b] as usize;
+            let fl = std::mem::take(&mut self.b_flows[b]);
+            self.owner_move(o, fl.len() as u32, self.cl_rate[k], 0.0);
+            for &f in &fl {
+                let f = f as usize;
+                count!(n::FLOWS_DONE, 1);
+                self.f_bun[f] = NONE;
+                self.leave(f);
                 self.drop_owner_flow(f, o);
+                fin.push(f as u32);
             }
+            self.b_flows[b] = fl;
+            self.b_flows[b].clear();
+            self.b_cls[b] = NONE;
+            self.free_bundle(b);
         }
         self.flush_retime();
     }
@@ -1269,11 +1417,12 @@ impl Sim {
             self.flush_owners(t);
             self.decide(t);
             self.fill(t);
+            self.apply_fill(t);
             self.flush_owners(t);
             self.after_fill(t);
             self.flush_retime();
             let t_s = self.next_sched_event(t);
-            let t_c = self.g_ta.min();
+            let t_c = self.cl_ta.min();
             let t_rel = rel.peek().map_or(f64::INFINITY, |r| r.0 .0);
             let t_next = t_c.min(t_rel).min(t_s);
             if !t_next.is_finite() {
@@ -1285,6 +1434,19 @@ impl Sim {
             let t_prev = t;
             t = t_next;
             self.events += 1;
+            count!(n::EVENTS, 1);
+            #[cfg(feature = "counts")]
+            if crate::counts::at_event(self.events) {
+                return Err(format!("counts: stopped at event {}, the end of the window", self.events));
+            }
+            count!(n::OWNERS_SUM, self.act_o.len());
+            count!(n::GROUPS_SUM, self.gh.len() - self.free_g.len());
+            count!(n::CLASSES_SUM, self.cl_lvl.len() - self.free_cl.len());
+            #[cfg(feature = "counts")]
+            {
+                let nb: usize = self.cl_heap.iter().map(|h| h.len()).sum();
+                count!(n::BUNDLES_SUM, nb);
+            }
             fin.clear();
             self.completions(t, t_prev, &mut fin);
             if !fin.is_empty() {

@@ -20,10 +20,12 @@
 #![allow(clippy::useless_conversion)]
 
 mod bigswitch;
+mod counts;
 mod engine;
 mod fill;
 mod model;
 mod rules;
+mod util;
 mod varys;
 
 use pyo3::exceptions::PyValueError;
@@ -264,10 +266,19 @@ fn bigswitch_run<'py>(
     Ok((finish_bytes(py, &finish), events))
 }
 
+/// The engine's work counts since the last call, as (name, count) pairs (empty unless
+/// the core was built with the `counts` feature).
+#[pyfunction]
+#[pyo3(name = "counts")]
+fn work_counts() -> Vec<(String, u64)> {
+    counts::take()
+}
+
 #[pymodule]
 fn streamband_coflow_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<SchedParams>()?;
     m.add_function(wrap_pyfunction!(fabric_run, m)?)?;
     m.add_function(wrap_pyfunction!(bigswitch_run, m)?)?;
+    m.add_function(wrap_pyfunction!(work_counts, m)?)?;
     Ok(())
 }

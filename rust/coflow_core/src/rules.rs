@@ -4,8 +4,9 @@
 //! event; the engine moves the flows of an owner whose key changed. Mirrors the Python
 //! scheduler classes in `streamband.sim.coflow.schedulers`.
 
-use crate::engine::{Hist, Sim, MAX_QUEUES};
+use crate::engine::{Sim, MAX_QUEUES};
 use crate::model::*;
+use crate::util::{Hist, IdMap};
 
 /// A unit is demoted once W y exceeds the limit less 1e-9 relative (the Python
 /// engine's `DUE`), so that the event scheduled at a crossing demotes it.
@@ -86,6 +87,7 @@ impl Sim {
     }
 
     /// Priority decisions at `t`, before the fill.
+    #[inline(never)]
     pub fn decide(&mut self, t: f64) {
         match self.pol {
             Policy::Fs | Policy::FsStatic | Policy::Varys => {}
@@ -181,6 +183,7 @@ impl Sim {
     }
 
     /// Eq. (2)-(5): demote while W * y exceeds the limit; never rise back.
+    #[inline(never)]
     fn stream_decide(&mut self, t: f64) {
         for ci in 0..self.act_c.len() {
             let c = self.act_c[ci] as usize;
@@ -211,6 +214,7 @@ impl Sim {
     /// (`TEMP_KEY` + slot), which its units all leave. Each relabel lowers the number
     /// of flows left to move; the moves that remain are made by `move_owner`. The
     /// rates are those of the same levels, groups and flows as moving every unit.
+    #[inline(never)]
     fn relabel_levels(&mut self) {
         let k = self.k;
         let nl = self.lv.len();
@@ -272,6 +276,7 @@ impl Sim {
         }
     }
 
+    #[inline(never)]
     fn min_starve(&self) -> f64 {
         self.starving
             .iter()
@@ -280,6 +285,7 @@ impl Sim {
     }
 
     /// Starvation mitigation (004 §III-D): raise one queue, hold it for `starve_s`.
+    #[inline(never)]
     fn starvation_event(&mut self, t: f64) {
         let lim = t * (1.0 + 1e-12) + 1e-12;
         let s = self.par.starve_s;
@@ -287,6 +293,7 @@ impl Sim {
         for &u in &self.starving {
             let u = u as usize;
             if self.starve_since[u] + s <= lim {
+                crate::count!(crate::counts::RAISES, 1);
                 self.q[u] = self.q[u].saturating_sub(1);
                 self.hold_until[u] = t + s;
                 self.starve_since[u] = f64::NAN;
@@ -306,6 +313,7 @@ impl Sim {
 
     /// Bookkeeping after the fill: who starves, who is being served (the relay's
     /// contacts for the next event).
+    #[inline(never)]
     pub fn after_fill(&mut self, t: f64) {
         if self.pol != Policy::Stream {
             return;
@@ -344,7 +352,7 @@ impl Sim {
                     for &f in &self.o_flows[u] {
                         let f = f as usize;
                         let p = self.f_pair[f] as usize;
-                        if self.gh[self.f_grp[f] as usize].rate > 0.0 && !self.p_mark[p] {
+                        if self.flow_rate(f) > 0.0 && !self.p_mark[p] {
                             self.p_mark[p] = true;
                             self.p_contact.push(p as u32);
                         }
@@ -354,6 +362,7 @@ impl Sim {
         }
     }
 
+    #[inline(never)]
     pub fn next_sched_event(&mut self, t: f64) -> f64 {
         let lim = t * (1.0 + 1e-12) + 1e-12;
         let mut best = f64::INFINITY;
@@ -401,8 +410,8 @@ impl Sim {
         let nu = self.inp.u_cof.len();
         let nc = self.inp.c_rank.len();
         let nf = self.inp.f_size.len();
-        let mut hub_of = crate::engine::IdMap::<u32>::default();
-        let mut pair_of = crate::engine::IdMap::<u32>::default();
+        let mut hub_of = IdMap::<u32>::default();
+        let mut pair_of = IdMap::<u32>::default();
         let mut f_hub = vec![0u32; nf];
         let mut c_hubs = vec![0u64; nc];
         let mut c_pairs = vec![0u64; nc];
@@ -469,6 +478,7 @@ impl Sim {
 
     /// Deliver at `t` what the senders that served a unit since the last event relay:
     /// the bytes of the other receivers they serve, as of `t - delay`.
+    #[inline(never)]
     fn relay(&mut self, t: f64) {
         let tau = t - self.delay;
         for i in 0..self.contact.len() {

@@ -1,0 +1,121 @@
+//! Counts of the engine's work, for measuring where an event's cost goes: compiled
+//! only with the `counts` feature (`pip install ./rust/coflow_core
+//! --config-settings=build-args=--features=counts`); in the normal build `count!` is
+//! nothing and `counts()` returns no entries.
+#![cfg_attr(not(feature = "counts"), allow(dead_code))]
+
+/// What is counted, in `counts()` order.
+pub const NAMES: [&str; 21] = [
+    "events",
+    "owner moves (level changes)",
+    "flow moves between levels",
+    "level relabels",
+    "level fills",
+    "level fills skipped (same input)",
+    "fill visits (groups fixed)",
+    "class rate changes",
+    "bundles visited by class rate changes",
+    "group class changes",
+    "flows moved between bundles (group class changes)",
+    "bundles classed (new or moved)",
+    "bundles made by splits",
+    "bundles completed",
+    "groups made",
+    "active owners (sum over events)",
+    "groups (sum over events)",
+    "bundles in classes (sum over events)",
+    "classes (sum over events)",
+    "starvation raises",
+    "flows completed",
+];
+
+pub const EVENTS: usize = 0;
+pub const OWNER_MOVES: usize = 1;
+pub const FLOW_MOVES: usize = 2;
+pub const RELABELS: usize = 3;
+pub const FILLS: usize = 4;
+pub const FILL_SKIPS: usize = 5;
+pub const FILL_VISITS: usize = 6;
+pub const CLASS_RATES: usize = 7;
+pub const CLASS_RATE_BUNDLES: usize = 8;
+pub const GROUP_CLASS: usize = 9;
+pub const REBUNDLED: usize = 10;
+pub const CLASSED: usize = 11;
+pub const SPLITS: usize = 12;
+pub const BUNDLES_DONE: usize = 13;
+pub const GROUPS_MADE: usize = 14;
+pub const OWNERS_SUM: usize = 15;
+pub const GROUPS_SUM: usize = 16;
+pub const BUNDLES_SUM: usize = 17;
+pub const CLASSES_SUM: usize = 18;
+pub const RAISES: usize = 19;
+pub const FLOWS_DONE: usize = 20;
+
+#[cfg(feature = "counts")]
+pub static C: [std::sync::atomic::AtomicU64; 21] = [const { std::sync::atomic::AtomicU64::new(0) }; 21];
+
+/// The counters at the first and the last event of the window
+/// `STREAMBAND_COUNTS_WINDOW=a,b` (events a..b of a run, which stops at b so that a long
+/// run's window is read without running the rest).
+#[cfg(feature = "counts")]
+static W: [[std::sync::atomic::AtomicU64; 21]; 2] =
+    [const { [const { std::sync::atomic::AtomicU64::new(0) }; 21] }; 2];
+
+#[cfg(feature = "counts")]
+fn window() -> Option<(u64, u64)> {
+    static WIN: std::sync::OnceLock<Option<(u64, u64)>> = std::sync::OnceLock::new();
+    *WIN.get_or_init(|| {
+        let v = std::env::var("STREAMBAND_COUNTS_WINDOW").ok()?;
+        let (a, b) = v.split_once(',')?;
+        Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
+    })
+}
+
+/// At event `ev`: keep the counters if it starts or ends the window; true if it ends
+/// it (the run stops there).
+#[cfg(feature = "counts")]
+pub fn at_event(ev: u64) -> bool {
+    use std::sync::atomic::Ordering::Relaxed;
+    let Some((a, b)) = window() else { return false };
+    for (w, e) in [(0, a), (1, b)] {
+        if ev == e {
+            for i in 0..C.len() {
+                W[w][i].store(C[i].load(Relaxed), Relaxed);
+            }
+        }
+    }
+    ev == b
+}
+
+/// Add `n` to counter `i` (nothing without the `counts` feature).
+#[macro_export]
+macro_rules! count {
+    ($i:expr, $n:expr) => {
+        #[cfg(feature = "counts")]
+        $crate::counts::C[$i].fetch_add($n as u64, std::sync::atomic::Ordering::Relaxed);
+        #[cfg(not(feature = "counts"))]
+        let _ = $i;
+    };
+}
+
+/// The counts since the last call (and reset them), then those of the window if one
+/// is set; empty without the feature.
+pub fn take() -> Vec<(String, u64)> {
+    #[cfg(feature = "counts")]
+    {
+        use std::sync::atomic::Ordering::Relaxed;
+        let mut out: Vec<(String, u64)> =
+            NAMES.iter().zip(C.iter()).map(|(n, c)| (n.to_string(), c.swap(0, Relaxed))).collect();
+        if let Some((a, b)) = window() {
+            for (i, n) in NAMES.iter().enumerate() {
+                let d = W[1][i].swap(0, Relaxed).saturating_sub(W[0][i].swap(0, Relaxed));
+                out.push((format!("{n}, events {a}..{b}"), d));
+            }
+        }
+        out
+    }
+    #[cfg(not(feature = "counts"))]
+    {
+        Vec::new()
+    }
+}
