@@ -13,16 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from streamband.alloc import get_policy
 from streamband.flink.cluster import FlinkCluster, tagged_processes
 from streamband.flink.flows import TmPair, connection, flow_key, placement, tm_pairs, tm_pids
 from streamband.flink.profiler import FlinkProfiler, tm_reports
-from streamband.loop.guard import HarmGuard
-from streamband.loop.live import LiveLoop
-from streamband.loop.manager import Manager
-from streamband.loop.openflow import ControllerLinkStats, CountingEnforcer, MeterEnforcer
+from streamband.loop.openflow import ControllerLinkStats
 from streamband.loop.reports import read_snapshot
 from streamband.loop.sockets import TcpSocket, tcp_sockets
+from streamband.loop.window import link_loads, loop_record, port_bytes, start_loop, window_manager
 from streamband.model.routing import routing_matrix
 from streamband.sdn.client import ControllerClient
 
@@ -98,50 +95,26 @@ class ManagedJob:
         client = ControllerClient(tb.spec.api)
         client.delete_meters()
         profiler = FlinkProfiler(self.snapshot, self.job, self.pairs, self.read, self.names)
-        linkstats = ControllerLinkStats(client, tb.topo.capacities, tb.link_ports(),
-                                        self.routing, self.keys)
-        enforcer = (CountingEnforcer(client, self.keys, dt) if policy == "tcp"
-                    else MeterEnforcer(client, self.keys, dt))
-        manager = Manager(routing=self.routing, link_kind=tb.topo.kinds,
-                          policy=get_policy("maxmin" if policy == "tcp" else policy),
-                          profiler=profiler, linkstats=linkstats, enforcer=enforcer, dt=dt,
-                          weights=np.array(self.bytes),
-                          guard=HarmGuard() if guard and policy not in ("tcp", "observe")
-                          else None)
-        enforcer.enforce(np.full(len(self.pairs), np.inf))
-        time.sleep(2.0)  # the counting rules' first polls
-        linkstats.allocatable()
-        loop = LiveLoop(manager, log=log)
-        if on_step is not None:
-            loop.on_step = lambda: on_step(linkstats)
-        profiler.flow_state()
-        loop.start()
+        manager = window_manager(client, tb.topo.capacities, tb.link_ports(), tb.topo.kinds,
+                                 self.routing, self.keys, policy, profiler, dt,
+                                 np.array(self.bytes), guard)
+        loop = start_loop(manager, log, on_step)
         time.sleep(warmup_s)
-        ports0 = {p["name"]: p for p in client.ports(fresh=True)}
+        ports0 = port_bytes(client)
         before, t0 = read_snapshot(self.snapshot), time.time()
         time.sleep(seconds)
         meters = client.meters()
         after, t1 = read_snapshot(self.snapshot), time.time()
         loop.stop()
-        ports1 = {p["name"]: p for p in client.ports(fresh=True)}
+        ports1 = port_bytes(client)
         client.delete_meters()
         client.close()
         span = t1 - t0
-        used = np.array([8.0 * (ports1[r.port][f"{r.direction}_bytes"]
-                                - ports0[r.port][f"{r.direction}_bytes"]) / span
-                         for r in tb.link_ports()])
-        opt = [a.optimizer_s * 1e3 for a in manager.history]
         return {
             "policy": policy, "seconds": span, "before": before, "after": after,
-            "link_used_bps": used,
-            "optimizer_ms": float(np.mean(opt)) if opt else None,
-            "allocations": len(manager.history), "loop_errors": loop.errors[:3],
+            "link_used_bps": link_loads(ports0, ports1, tb.link_ports(), span),
+            **loop_record(manager, loop),
             "profiles": float(after.get("received", 0)) - float(before.get("received", 0)),
             "flows": [p.label for p in self.pairs], "keys": self.keys, "meters": meters,
-            "last_rates_bps": [None if not np.isfinite(r) else float(r)
-                               for r in manager.history[-1].rates_bps] if manager.history
-            else [],
             "last_state": profiler.last,
-            "capped_share": (float(np.mean(manager.guard.decisions))
-                             if manager.guard is not None and manager.guard.decisions else None),
         }

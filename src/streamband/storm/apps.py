@@ -16,19 +16,16 @@ import numpy as np
 import scipy.sparse as sp
 
 from streamband.alloc.base import FlowState
-from streamband.alloc.registry import get_policy, policy_entry
-from streamband.loop.guard import HarmGuard
-from streamband.loop.manager import Manager
+from streamband.alloc.registry import policy_entry
 from streamband.loop.openflow import (
     ClassEnforcer,
     ControllerLinkStats,
-    CountingEnforcer,
-    MeterEnforcer,
 )
 from streamband.loop.reports import LATENCY_BUCKETS, latency_percentiles
+from streamband.loop.window import link_loads, loop_record, port_bytes, start_loop, window_manager
 from streamband.sdn.client import ControllerClient
 from streamband.storm.flows import connection
-from streamband.storm.managed import ManagedTopology, start_loop
+from streamband.storm.managed import ManagedTopology
 from streamband.storm.profiler import StormProfiler
 
 
@@ -168,27 +165,21 @@ class AppTopologies:
         client.delete_meters()
         client.delete_classes()
         profiler = self.profiler()
-        linkstats = ControllerLinkStats(client, tb.topo.capacities, tb.link_ports(),
-                                        self.routing, self.keys)
         tcp = entry.kind == "per-step"
-        enforcer = (CountingEnforcer(client, self.keys, dt) if tcp
-                    else MeterEnforcer(client, self.keys, dt))
         classer = None
         if entry.classes:  # each flow's class on the switch egress ports of its path
             refs = tb.link_ports()
             classer = ClassEnforcer(client, self.keys, [
                 [refs[lk].port for lk in path if refs[lk].direction == "tx"]
                 for path in self.paths], dt)
-        manager = Manager(routing=self.routing, link_kind=tb.topo.kinds,
-                          policy=get_policy("maxmin" if tcp else policy), profiler=profiler,
-                          linkstats=linkstats, enforcer=enforcer, dt=dt,
-                          weights=np.array(self.bytes), apps=self.apps,
-                          params=dict(params or {}), classer=classer, class_dt=class_dt,
-                          guard=HarmGuard() if guard and not tcp and policy != "observe"
-                          else None)
+        manager = window_manager(client, tb.topo.capacities, tb.link_ports(), tb.topo.kinds,
+                                 self.routing, self.keys, policy, profiler, dt,
+                                 np.array(self.bytes), guard, apps=self.apps,
+                                 params=dict(params or {}), classer=classer,
+                                 class_dt=class_dt)
         loop = start_loop(manager, log, on_step)
         time.sleep(warmup_s)
-        ports0 = {p["name"]: p for p in client.ports(fresh=True)}
+        ports0 = port_bytes(client)
         before = self.reading()
         t0 = time.monotonic()
         time.sleep(seconds)
@@ -197,17 +188,15 @@ class AppTopologies:
         loop.stop()
         # read once the loop has stopped (its leases still run): what its last step decided
         meters, classes = client.meters(), client.classes() if classer is not None else []
-        ports1 = {p["name"]: p for p in client.ports(fresh=True)}
+        ports1 = port_bytes(client)
         client.delete_meters()
         client.delete_classes()
         client.close()
-        used = np.array([8.0 * (ports1[r.port][f"{r.direction}_bytes"]
-                                - ports0[r.port][f"{r.direction}_bytes"]) / span
-                         for r in tb.link_ports()])
-        opt = [a.optimizer_s * 1e3 for a in manager.history]
-        return {**self.measure(before, after), "link_used_bps": used,
-                "optimizer_ms": float(np.mean(opt)) if opt and not tcp else None,
-                "allocations": len(manager.history), "loop_errors": loop.errors[:3],
+        done = loop_record(manager, loop)
+        return {**self.measure(before, after),
+                "link_used_bps": link_loads(ports0, ports1, tb.link_ports(), span),
+                "optimizer_ms": done["optimizer_ms"] if not tcp else None,
+                "allocations": done["allocations"], "loop_errors": done["loop_errors"],
                 "meters": meters, "classes": classes,
                 "last_classes": (manager.history[-1].classes.tolist()
                                  if manager.history and manager.history[-1].classes is not None

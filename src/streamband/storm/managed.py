@@ -12,12 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from streamband.alloc import get_policy
 from streamband.errors import PreconditionError
-from streamband.loop.guard import HarmGuard
-from streamband.loop.live import LiveLoop
-from streamband.loop.manager import Manager
-from streamband.loop.openflow import ControllerLinkStats, CountingEnforcer, MeterEnforcer
+from streamband.loop.openflow import ControllerLinkStats
 from streamband.loop.reports import (
     LATENCY_BUCKETS,
     app_totals,
@@ -25,6 +21,7 @@ from streamband.loop.reports import (
     read_snapshot,
     worker_reports,
 )
+from streamband.loop.window import link_loads, loop_record, port_bytes, start_loop, window_manager
 from streamband.model.app import App
 from streamband.model.routing import routing_matrix
 from streamband.sdn.client import ControllerClient
@@ -149,25 +146,18 @@ class ManagedTopology:
         client.delete_meters()
         profiler = StormProfiler(self.cluster.work / "profile.json", self.info["id"],
                                  self.pairs, self.read, self.bytes, input_queue)
-        linkstats = ControllerLinkStats(client, tb.topo.capacities, tb.link_ports(),
-                                        self.routing, self.keys)
-        enforcer = (CountingEnforcer(client, self.keys, dt) if policy == "tcp"
-                    else MeterEnforcer(client, self.keys, dt))
-        manager = Manager(routing=self.routing, link_kind=tb.topo.kinds,
-                          policy=get_policy("maxmin" if policy == "tcp" else policy),
-                          profiler=profiler, linkstats=linkstats, enforcer=enforcer, dt=dt,
-                          weights=np.array(self.bytes),
-                          guard=HarmGuard() if guard and policy not in ("tcp", "observe")
-                          else None)
+        manager = window_manager(client, tb.topo.capacities, tb.link_ports(), tb.topo.kinds,
+                                 self.routing, self.keys, policy, profiler, dt,
+                                 np.array(self.bytes), guard)
         loop = start_loop(manager, log, on_step)
         time.sleep(warmup_s)
-        ports0 = {p["name"]: p for p in client.ports(fresh=True)}
+        ports0 = port_bytes(client)
         before, src0 = self.totals(), self.sources()
         time.sleep(seconds)
         meters = client.meters()
         after, src1, stores = self.totals(), self.sources(), self.stores()
         loop.stop()
-        ports1 = {p["name"]: p for p in client.ports(fresh=True)}
+        ports1 = port_bytes(client)
         client.delete_meters()
         client.close()
         span = after["time"] - before["time"]
@@ -177,11 +167,6 @@ class ManagedTopology:
 
         buckets = {i: d(f"sink.lat_b{i:02d}") for i in range(LATENCY_BUCKETS)}
         p50, p99 = latency_percentiles(buckets)
-        used = np.array([8.0 * (ports1[r.port][f"{r.direction}_bytes"]
-                                - ports0[r.port][f"{r.direction}_bytes"]) / span
-                         for r in tb.link_ports()])
-        opt = [a.optimizer_s * 1e3 for a in manager.history]
-
         ages = [a for a in (h.get("report_age_s") for h in _states(log)) if a is not None] \
             if log else []
         return {
@@ -192,43 +177,18 @@ class ManagedTopology:
             "latency_p50_ms": p50 * 1e3 if p50 is not None else None,
             "latency_p99_ms": p99 * 1e3 if p99 is not None else None,
             "bytes_in_bps": 8.0 * d("sink.bytes_in") / span if d("sink.bytes_in") else None,
-            "link_used_bps": used,
-            "optimizer_ms": float(np.mean(opt)) if opt else None,
+            "link_used_bps": link_loads(ports0, ports1, tb.link_ports(), span),
+            **loop_record(manager, loop),
             "acked": d("spout.acked"),
             "failed": d("spout.failed"),
             "emitted": d("spout.emitted"),
             "profiles": d("received"),
-            "allocations": len(manager.history),
-            "loop_errors": loop.errors[:3],
             "flows": [p.name for p in self.pairs],
             "keys": self.keys,
             "meters": meters,
-            "last_rates_bps": [None if not np.isfinite(r) else float(r)
-                               for r in manager.history[-1].rates_bps] if manager.history
-            else [],
             "report_age_max_s": max(ages) if ages else None,
-            "capped_share": (float(np.mean(manager.guard.decisions))
-                             if manager.guard is not None and manager.guard.decisions else None),
             "sources_start": src0, "sources_end": src1, "stores": stores,
         }
-
-
-def start_loop(manager: Manager, log: Path | None = None,
-               on_step: Callable[[ControllerLinkStats], None] | None = None) -> LiveLoop:
-    """Starts the live loop of ``manager`` on a window's flows: their counting rules first
-    (every flow uncapped), the link statistics' first poll, the profiler's baseline, so
-    that the loop's first interval starts with it; ``on_step`` gets the link statistics
-    after every step."""
-    manager.enforcer.enforce(np.full(manager.routing.shape[0], np.inf))
-    time.sleep(2.0)  # the counting rules' first polls
-    linkstats = manager.linkstats
-    linkstats.allocatable()
-    loop = LiveLoop(manager, log=log)
-    if on_step is not None:
-        loop.on_step = lambda: on_step(linkstats)  # type: ignore[arg-type]
-    manager.profiler.flow_state()  # the first interval starts with the loop, not at set-up
-    loop.start()
-    return loop
 
 
 def _states(log: Path) -> list[dict[str, Any]]:
