@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +18,10 @@ from streamband.errors import PreconditionError
 from streamband.procs import processes_where
 
 ProgressFn = Callable[[str], None]
+#: the checkout, where the engines' Maven projects (``storm/``, ``flink/``) are
+REPO_ROOT = Path(__file__).resolve().parents[2]
+#: the log4j2 the engines' homes log with (Kafka and Flink ship no binding of their own)
+LOG4J_VERSION = "2.24.3"
 #: written last into a home: a home without it is half-built (and so never used)
 COMPLETE = ".complete"
 
@@ -105,6 +110,24 @@ def project_jar(project: Path, jar_name: str, progress: ProgressFn | None = None
             progress(f"building {jar_name} with Maven")
         run(["-q", "package"], project, progress, jar_name)
     return jar
+
+
+def install(jar: Path, dst: Path) -> Path:
+    """``jar`` copied to ``dst`` (atomically), unless the same bytes are there already."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if not dst.exists() or dst.read_bytes() != jar.read_bytes():
+        tmp = dst.with_suffix(".tmp")
+        shutil.copyfile(jar, tmp)
+        tmp.replace(dst)
+    return dst
+
+
+def ready(what: str, build: Callable[[ProgressFn], Path]) -> None:
+    """``python -m streamband.ENGINE.home``: ``build`` the engine's home and jars now
+    (CI does this before the tests), with its progress and how long it took."""
+    t0 = time.monotonic()
+    home = build(lambda m: print(m, flush=True))
+    print(f"{what} ready: {home} ({time.monotonic() - t0:.1f} s)")
 
 
 def home_processes(arg: str) -> list[int]:

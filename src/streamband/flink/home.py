@@ -7,7 +7,6 @@ streamband did not write) and ``.complete`` once whole. streamband's own Java si
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from streamband import maven
@@ -16,9 +15,7 @@ from streamband.maven import ProgressFn
 FLINK_VERSION = "1.20.3"
 #: the newest flink-examples-streaming the registry serves on the 1.20 line
 EXAMPLES_VERSION = "1.20.0"
-LOG4J_VERSION = "2.24.3"
-REPO_ROOT = Path(__file__).resolve().parents[3]
-JAVA_PROJECT = REPO_ROOT / "flink"
+JAVA_PROJECT = maven.REPO_ROOT / "flink"
 #: the metrics reporter, installed as a plug-in (``plugins/streamband/``)
 REPORTER_JAR = "streamband-flink-reporter.jar"
 #: the benchmark jobs with the Kafka connector inside (a job jar, as Flink users ship one)
@@ -38,7 +35,7 @@ _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
 _LIB = [("org.apache.flink", a, FLINK_VERSION) for a in (
     "flink-runtime", "flink-clients", "flink-streaming-java", "flink-rpc-akka-loader",
     "flink-connector-files", "flink-metrics-core")] + [
-    ("org.apache.logging.log4j", a, LOG4J_VERSION) for a in (
+    ("org.apache.logging.log4j", a, maven.LOG4J_VERSION) for a in (
         "log4j-slf4j-impl", "log4j-core", "log4j-api")]
 
 
@@ -82,24 +79,18 @@ def jobs_jar(progress: ProgressFn | None = None) -> Path:
 def install_plugin(home: Path, jar: Path) -> Path:
     """Puts the reporter into ``home/plugins/streamband/`` (Flink loads each plug-in
     directory with a class loader of its own)."""
-    dst = home / "plugins" / "streamband" / REPORTER_JAR
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    if not dst.exists() or dst.read_bytes() != jar.read_bytes():
-        tmp = dst.with_suffix(".tmp")
-        shutil.copyfile(jar, tmp)
-        tmp.replace(dst)
-    return dst
+    return maven.install(jar, home / "plugins" / "streamband" / REPORTER_JAR)
 
 
 def main() -> None:
     """``python -m streamband.flink.home``: fetch Flink and build streamband's jars now
     (CI does this before the tests)."""
-    import time
+    def build(progress: ProgressFn) -> Path:
+        home = ensure_home(progress)
+        install_plugin(home, reporter_jar(progress))
+        return home
 
-    t0 = time.monotonic()
-    home = ensure_home(lambda m: print(m, flush=True))
-    install_plugin(home, reporter_jar(lambda m: print(m, flush=True)))
-    print(f"Flink home ready: {home} ({time.monotonic() - t0:.1f} s)")
+    maven.ready("Flink home", build)
 
 
 if __name__ == "__main__":

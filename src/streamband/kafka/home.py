@@ -17,11 +17,8 @@ from streamband.maven import ProgressFn
 
 KAFKA_VERSION = "4.1.1"
 SCALA = "2.13"
-#: Kafka logs through SLF4J 1.x and ships no binding; log4j2's is on Maven Central
-LOG4J_VERSION = "2.24.3"
-REPO_ROOT = Path(__file__).resolve().parents[3]
 #: the Maven project that holds the producer and lag reader (beside Storm's plug-ins)
-JAVA_PROJECT = REPO_ROOT / "storm"
+JAVA_PROJECT = maven.REPO_ROOT / "storm"
 CLIENT_JAR = "streamband-storm.jar"
 
 _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
@@ -48,7 +45,7 @@ def ensure_home(progress: ProgressFn | None = None) -> Path:
     """The cached Kafka home; copies Kafka's jars from Maven Central on first use
     (46 jars, ~45 MB)."""
     return maven.ensure_home(cache_dir(), _POM.format(v=KAFKA_VERSION, scala=SCALA,
-                                                      log4j=LOG4J_VERSION), "Kafka", progress)
+                                                      log4j=maven.LOG4J_VERSION), "Kafka", progress)
 
 
 def client_jar(progress: ProgressFn | None = None) -> Path:
@@ -68,12 +65,12 @@ def classpath(home: Path, jar: Path | None = None) -> str:
 def main() -> None:
     """``python -m streamband.kafka.home``: fetch Kafka and build the client jar now
     (CI does this before the tests)."""
-    import time
+    def build(progress: ProgressFn) -> Path:
+        home = ensure_home(progress)
+        client_jar(progress)
+        return home
 
-    t0 = time.monotonic()
-    home = ensure_home(lambda m: print(m, flush=True))
-    client_jar(lambda m: print(m, flush=True))
-    print(f"Kafka home ready: {home} ({time.monotonic() - t0:.1f} s)")
+    maven.ready("Kafka home", build)
 
 
 if __name__ == "__main__":

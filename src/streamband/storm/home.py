@@ -12,8 +12,7 @@ from streamband import maven
 from streamband.maven import ProgressFn
 
 STORM_VERSION = "2.8.1"
-REPO_ROOT = Path(__file__).resolve().parents[3]
-JAVA_PROJECT = REPO_ROOT / "storm"
+JAVA_PROJECT = maven.REPO_ROOT / "storm"
 JAR_NAME = "streamband-storm.jar"
 #: the topology jar of the Kafka-fed topologies (storm-kafka-client and kafka-clients
 #: shaded in: Storm's documented way to give workers a Kafka client)
@@ -84,23 +83,18 @@ def kafka_topology_jar(progress: ProgressFn | None = None) -> Path:
 
 def install_jar(home: Path, jar: Path) -> Path:
     """Puts streamband's jar on the daemons' and workers' classpath of ``home``."""
-    dst = home / "extlib" / JAR_NAME
-    if not dst.exists() or dst.read_bytes() != jar.read_bytes():
-        tmp = dst.with_suffix(".tmp")
-        shutil.copyfile(jar, tmp)
-        tmp.replace(dst)
-    return dst
+    return maven.install(jar, home / "extlib" / JAR_NAME)
 
 
 def main() -> None:
     """``python -m streamband.storm.home``: fetch Storm and build streamband's jar now
     (CI does this before the tests)."""
-    import time
+    def build(progress: ProgressFn) -> Path:
+        home = ensure_home(progress)
+        install_jar(home, streamband_jar(progress))
+        return home
 
-    t0 = time.monotonic()
-    home = ensure_home(lambda m: print(m, flush=True))
-    install_jar(home, streamband_jar(lambda m: print(m, flush=True)))
-    print(f"storm.home ready: {home} ({time.monotonic() - t0:.1f} s)")
+    maven.ready("storm.home", build)
 
 
 if __name__ == "__main__":
