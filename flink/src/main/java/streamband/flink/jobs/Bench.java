@@ -15,6 +15,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.functions.RuntimeContext;
 import org.apache.flink.api.common.operators.SlotSharingGroup;
 import org.apache.flink.connector.kafka.source.KafkaSource;
@@ -24,6 +25,7 @@ import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.ObjectMap
 import org.apache.flink.streaming.api.datastream.DataStreamSink;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.sink.RichSinkFunction;
 
 /**
  * What the benchmark jobs share: their settings (a JSON file, the {@code bench.*} keys of the
@@ -222,6 +224,32 @@ public final class Bench implements Serializable {
                 timer.shutdownNow();
                 send();
                 socket.close();
+            }
+        }
+    }
+
+    /** A job's sink: what reaches it counted by a reporter of its own (component {@code name}). */
+    abstract static class Sink<T> extends RichSinkFunction<T> {
+        private static final long serialVersionUID = 1L;
+        private final Bench bench;
+        private final String name;
+        /** The sink's reporter, open while the sink runs. */
+        protected transient Reporter rep;
+
+        Sink(Bench bench, String name) {
+            this.bench = bench;
+            this.name = name;
+        }
+
+        @Override
+        public void open(OpenContext ctx) {
+            rep = new Reporter(bench, "sink", getRuntimeContext(), name);
+        }
+
+        @Override
+        public void close() {
+            if (rep != null) {
+                rep.close();
             }
         }
     }

@@ -15,7 +15,6 @@ import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.streaming.api.functions.ProcessFunction;
-import org.apache.flink.streaming.api.functions.sink.RichSinkFunction;
 import org.apache.flink.util.Collector;
 
 /**
@@ -203,31 +202,17 @@ public final class TrendingTopics {
     }
 
     /** The report: counts the words each ranking covers and their event-time latency. */
-    static final class Report extends RichSinkFunction<Tuple4<String, Long, Integer, byte[]>> {
+    static final class Report extends Bench.Sink<Tuple4<String, Long, Integer, byte[]>> {
         private static final long serialVersionUID = 1L;
-        private final Bench bench;
-        private transient Bench.Reporter rep;
 
         Report(Bench bench) {
-            this.bench = bench;
-        }
-
-        @Override
-        public void open(OpenContext ctx) {
-            rep = new Bench.Reporter(bench, "sink", getRuntimeContext(), "report");
+            super(bench, "report");
         }
 
         @Override
         public void invoke(Tuple4<String, Long, Integer, byte[]> t, Context ctx) {
             rep.latency(System.currentTimeMillis() - t.f1, t.f2);
             rep.add("bytes_in", t.f0.length() + t.f3.length + 12);
-        }
-
-        @Override
-        public void close() {
-            if (rep != null) {
-                rep.close();
-            }
         }
     }
 }

@@ -15,7 +15,6 @@ import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.co.KeyedCoProcessFunction;
-import org.apache.flink.streaming.api.functions.sink.RichSinkFunction;
 import org.apache.flink.util.Collector;
 
 /**
@@ -116,31 +115,17 @@ public final class TruckingIoT {
     }
 
     /** The scorer: counts the joined events and their event-time latency. */
-    static final class Score extends RichSinkFunction<Tuple4<Long, Long, Boolean, byte[]>> {
+    static final class Score extends Bench.Sink<Tuple4<Long, Long, Boolean, byte[]>> {
         private static final long serialVersionUID = 1L;
-        private final Bench bench;
-        private transient Bench.Reporter rep;
 
         Score(Bench bench) {
-            this.bench = bench;
-        }
-
-        @Override
-        public void open(OpenContext ctx) {
-            rep = new Bench.Reporter(bench, "sink", getRuntimeContext(), "score");
+            super(bench, "score");
         }
 
         @Override
         public void invoke(Tuple4<Long, Long, Boolean, byte[]> t, Context ctx) {
             rep.latency(System.currentTimeMillis() - t.f1, 1);
             rep.add("bytes_in", t.f3.length + 21);
-        }
-
-        @Override
-        public void close() {
-            if (rep != null) {
-                rep.close();
-            }
         }
     }
 }
