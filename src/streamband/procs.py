@@ -15,15 +15,18 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from streamband.errors import PreconditionError
 
 RUN_DIR = Path(os.environ.get("STREAMBAND_RUN_DIR", "/run/streamband"))
 MARK = "STREAMBAND_TESTBED"
@@ -137,6 +140,32 @@ class Host:
         return ["nsenter", f"--net=/proc/{self.netns_pid}/ns/net", *cmd]
 
 
+H = TypeVar("H", bound=Host)
+
+
+def namespace_hosts(state: dict[str, Any], master: str, workers: list[str] | None,
+                  what: str, cls: type[H]) -> tuple[H, list[H]]:
+    """The ``master`` host and the ``workers`` (default: every other host) of a running
+    testbed (its state file) as ``cls`` in their namespaces; ``what`` names what runs on
+    the master.
+
+    Raises
+    ------
+    PreconditionError
+        If the testbed has no such host.
+    """
+    hosts = state["hosts"]
+    if master not in hosts:
+        raise PreconditionError(f"the testbed has no host {master!r} for {what} "
+                                "(start it with master=true)")
+    names = workers or [h for h in hosts if h != master]
+    for h in names:
+        if h not in hosts:
+            raise PreconditionError(f"the testbed has no host {h!r}")
+    return (cls(master, hosts[master]["ip"], hosts[master]["pid"]),
+            [cls(h, hosts[h]["ip"], hosts[h]["pid"]) for h in names])
+
+
 def tagged_processes(var: str, tag: str) -> list[int]:
     """Pids whose environment has ``VAR=tag`` (an engine's cluster tags its processes with
     its work directory), never this process."""
@@ -157,6 +186,58 @@ def stop_tagged(var: str, tag: str, procs: dict[str, subprocess.Popen[Any]],
             pass
     procs.clear()
     return pids
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    """The state file of the engine cluster ``streamband ENGINE up`` started
+    (``RUN_DIR/ENGINE.json``): its work directory, home and spec, for ``attach``. The
+    cluster is alive while a process tagged ``VAR=work`` (:func:`tagged_processes`)
+    lives."""
+
+    path: Path
+    var: str
+
+    def read(self) -> dict[str, Any] | None:
+        """The state of a cluster that is alive, else None."""
+        try:
+            st = json.loads(self.path.read_text())
+            return st if tagged_processes(self.var, st.get("work", "")) else None
+        except (OSError, json.JSONDecodeError, AttributeError):
+            return None
+
+    def write(self, work: Path, home: Path, spec: Any,
+              procs: dict[str, subprocess.Popen[Any]], **extra: str) -> None:
+        """Records the cluster of ``work``: its home, its spec (a dataclass), the pids of
+        the processes it started."""
+        d = asdict(spec)
+        d["work_dir"] = str(d["work_dir"])
+        st = {"work": str(work), "home": str(home), **extra, "spec": d,
+              "pids": {k: p.pid for k, p in procs.items()}}
+        RUN_DIR.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(json.dumps(st, indent=1))
+
+    def clear(self, work: Path) -> None:
+        """Removes the state file if it names ``work``."""
+        try:
+            if json.loads(self.path.read_text()).get("work") == str(work):
+                self.path.unlink()
+        except (OSError, json.JSONDecodeError, AttributeError):
+            pass
+
+    def stale(self) -> bool:
+        """A state file is there and names no live cluster."""
+        return self.path.exists() and self.read() is None
+
+
+def java_error(lines: list[str]) -> str:
+    """The line of a Java client's output that names its failure (the last exception or
+    error, else the last line)."""
+    lines = lines or ["(no output)"]
+    for ln in reversed(lines):
+        if "Exception" in ln or "Error" in ln:
+            return ln.strip()[:300]
+    return lines[-1][:300]
 
 
 def usage(pids: list[int], roles: tuple[tuple[str, str], ...]) -> list[dict[str, Any]]:

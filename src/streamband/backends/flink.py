@@ -14,8 +14,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
-import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -24,12 +22,24 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from streamband.alloc.registry import policy_entry
-from streamband.backends.base import MASTER_MBPS, Case, RunRecord
+from streamband.backends.base import Case, RunRecord
+from streamband.backends.engines import (
+    Samples,
+    case_testbed,
+    check_loop_policies,
+    check_star,
+    master_broker,
+    measured_links,
+    start_testbed,
+    window_columns,
+    window_log,
+    window_tag,
+)
 from streamband.errors import PreconditionError, SpecError, nearest
-from streamband.flink.cluster import TAG, FlinkCluster, testbed_spec
+from streamband.flink.cluster import FlinkCluster, testbed_spec
 from streamband.flink.managed import ManagedJob
 from streamband.flink.profiler import FlinkProfiler
-from streamband.kafka.broker import Broker, BrokerSpec
+from streamband.kafka.broker import Broker
 from streamband.kafka.replay import (
     Replay,
     Stream,
@@ -41,11 +51,7 @@ from streamband.kafka.replay import (
 )
 from streamband.loop.openflow import ControllerLinkStats, MeterEnforcer
 from streamband.loop.reports import LATENCY_BUCKETS, app_totals, latency_percentiles
-from streamband.model.testbed import TestbedSpec
-from streamband.procs import marked_env
-from streamband.sdn.client import ControllerClient
 from streamband.storm.workloads import WORKLOADS
-from streamband.testbed.network import Testbed
 
 if TYPE_CHECKING:
     from streamband.model.spec import ExperimentSpec
@@ -143,35 +149,18 @@ class FlinkRunner:
             raise SpecError(f"app {spec.app.name!r}: no Flink job runs it; the flink backend "
                             f"runs {', '.join(JOBS)}{nearest(spec.app.name, JOBS)}")
         streams(spec.app)
-        if case.network.topology != "star":
-            raise SpecError(f"networks.{case.network.name}: the flink backend runs the broker "
-                            "on a star's master host, off the links under test; got topology "
-                            f"{case.network.topology!r}")
-        for p in spec.policies:
-            if policy_entry(p).kind not in ("per-step", "loop"):
-                raise SpecError(f"policies: {p!r} is of kind {policy_entry(p).kind!r}; Flink "
-                                "runs tcp and the manager loop's policies")
+        check_star(case, "the flink backend runs the broker")
+        check_loop_policies(spec, "Flink")
 
     def _testbed(self, case: Case) -> None:
         key = (case.network.name, case.bandwidth_mbps)
         if self.key == key:
             return
         self._stop()
-        net = case.network
-        swept = "link_mbps" if net.throttle == "host" else "internal_mbps"
-        fields = net.model_dump(exclude={"name", "bandwidth_mbps", "throttle"},
-                                exclude_unset=True)
-        fast = {"master_mbps": MASTER_MBPS} if net.topology == "star" else {}
-        spec = TestbedSpec.model_validate({**fields, "topology": net.topology,
-                                           swept: case.bandwidth_mbps, "master": True,
-                                           **fast, **self.control})
-        self.out.mkdir(parents=True, exist_ok=True)
-        self.tb = Testbed(spec, log_dir=self.out / "testbed")
-        self.tb.start()
-        ControllerClient(spec.api).wait_ready(1)
-        m = self.tb.state()["hosts"]["master"]
-        self.broker = Broker(BrokerSpec(host=m["ip"], prefix=[
-            "nsenter", f"--net=/proc/{m['pid']}/ns/net"])).start()
+        self.tb = start_testbed(case_testbed(case, self.control, master=True,
+                                             fast_master=case.network.topology == "star"),
+                                self.out)
+        self.broker = master_broker(self.tb)
         self.key = key
 
     def groups(self, spec: ExperimentSpec, case: Case) -> dict[str, list[str]]:
@@ -191,22 +180,8 @@ class FlinkRunner:
                              placement=self.groups(spec, case))
         self.cluster = FlinkCluster(fspec)
         self.cluster.start()
-        self.receiver = self._receiver(fspec)
+        self.receiver = self.cluster.start_receiver()
         self.case = case
-
-    def _receiver(self, fspec: Any) -> subprocess.Popen[bytes]:
-        """The one profile receiver (:mod:`streamband.loop.reports`) inside the master
-        host, where the reporters send; tagged with the cluster, so it stops with it."""
-        assert self.cluster is not None
-        work = self.cluster.work
-        (work / "master" / "log").mkdir(parents=True, exist_ok=True)
-        with open(work / "master" / "log" / "collector.out", "wb") as log:
-            return subprocess.Popen(
-                fspec.master.wrap([sys.executable, "-m", "streamband.loop.reports",
-                                   "--listen", fspec.collector, "--out",
-                                   str(work / "profile.json")]),
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                env=marked_env({TAG: str(work)}))
 
     def _job(self, spec: ExperimentSpec, case: Case) -> ManagedJob:
         """A fresh job of ``case`` on fresh topics, its producer started."""
@@ -246,55 +221,30 @@ class FlinkRunner:
         self.job = (job, mj)
         return mj
 
-    def _log(self, tag: str) -> Path:
-        n = 1
-        while (self.out / f"{tag}-{self.count}-r{n}.alloc.jsonl").exists():
-            n += 1
-        return self.out / f"{tag}-{self.count}-r{n}.alloc.jsonl"
-
     def run(self, spec: ExperimentSpec, case: Case, policy: str,
             progress: Callable[[float], None] | None = None,
             reference_links: list[int] | None = None) -> RunRecord:
         mj = self._job(spec, case)
         entry = policy_entry(policy)
-        tag = f"{case.network.name}-{case.bandwidth_mbps:g}-{case.placement}-{policy}"
-        samples: list[tuple[float, np.ndarray]] = []
-        t0 = time.monotonic()
-
-        def on_step(linkstats: Any) -> None:
-            samples.append((time.monotonic() - t0, linkstats.flow_rates.copy()))
-            if progress:
-                progress(min(1.0, (time.monotonic() - t0) / self.seconds))
-
+        samples = Samples(self.seconds, progress)
         r = mj.run(policy if entry.kind == "loop" else "tcp", self.seconds, self.dt,
-                   log=self._log(tag), on_step=on_step, guard=self.guard,
-                   warmup_s=self.warmup_s)
+                   log=window_log(self.out, window_tag(case, policy), self.count),
+                   on_step=samples.on_step, guard=self.guard, warmup_s=self.warmup_s)
         row = window_row(r, mj.job)
-        topo = self.tb.topo
-        util = r["link_used_bps"] / topo.capacities
-        links = reference_links or [lk for lk in range(len(topo.links))
-                                    if mj.routing[:, lk].nnz and util[lk] >= 0.9]
+        util, links = measured_links(self.tb.topo, mj.routing, r["link_used_bps"],
+                                     reference_links)
         scale = WORKLOADS[spec.app.name].per_sink_count(spec.app)
-        times = np.array([t for t, _ in samples])
-        rates = np.array([x / 1e6 for _, x in samples]).reshape(len(samples), len(mj.pairs))
         row.update({
-            "experiment": spec.experiment, "app": spec.app.name, "placement": case.placement,
-            "network": case.network.name, "bandwidth_mbps": case.bandwidth_mbps,
-            "policy": policy, "backend": "flink",
+            **window_columns(spec, case, policy, "flink", entry, r, util, links),
             "throughput_tps": row["throughput_tps"] * scale,
-            "link_utilization": float(np.mean(util[links])) if links else None,
-            "optimizer_ms": r["optimizer_ms"] if entry.kind == "loop" else None,
-            "allocations": r["allocations"], "profiles": r["profiles"],
-            "loop_errors": r["loop_errors"], "flows": r["flows"],
+            "profiles": r["profiles"], "flows": r["flows"],
             "last_rates_bps": r["last_rates_bps"], "capped_share": r["capped_share"],
             "alignment_ms": self.alignment_ms, "source": "kafka",
-            "flow_keys": r["keys"], "meters": [{"flow": m["flow"], "rate_bps": m["rate_bps"]}
-                                               for m in r["meters"]],
         })
         row.update(window_figures({"sources_start": {}, "sources_end": {}, "stores": {}},
                              self.seconds, "at-most-once"))
-        return RunRecord(row, times, list(r["flows"]), rates, np.ones(len(mj.pairs), bool),
-                         [int(lk) for lk in links])
+        return RunRecord(row, samples.times(), list(r["flows"]), samples.mbps(len(mj.pairs)),
+                         np.ones(len(mj.pairs), bool), [int(lk) for lk in links])
 
 
 def window_row(r: dict[str, Any], job: str) -> dict[str, Any]:

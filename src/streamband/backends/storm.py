@@ -17,9 +17,21 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from streamband.alloc.registry import policy_entry
-from streamband.backends.base import MASTER_MBPS, Case, RunRecord, app_results
+from streamband.backends.base import Case, RunRecord, app_results
+from streamband.backends.engines import (
+    Samples,
+    case_testbed,
+    check_loop_policies,
+    check_star,
+    master_broker,
+    measured_links,
+    start_testbed,
+    window_columns,
+    window_log,
+    window_tag,
+)
 from streamband.errors import PreconditionError, SpecError, nearest
-from streamband.kafka.broker import Broker, BrokerSpec
+from streamband.kafka.broker import Broker
 from streamband.kafka.replay import (
     Replay,
     Stream,
@@ -31,14 +43,11 @@ from streamband.kafka.replay import (
 )
 from streamband.loop.openflow import ControllerLinkStats, MeterEnforcer
 from streamband.model.apps import qualify
-from streamband.model.testbed import TestbedSpec
-from streamband.sdn.client import ControllerClient
 from streamband.storm.apps import AppTopologies
 from streamband.storm.cluster import StormCluster, testbed_spec
 from streamband.storm.managed import ManagedTopology
 from streamband.storm.profiler import StormProfiler
 from streamband.storm.workloads import WORKLOADS, Workload, scale_tuples, workload
-from streamband.testbed.network import Testbed
 
 if TYPE_CHECKING:
     from streamband.model.app import App
@@ -150,43 +159,26 @@ class StormRunner:
                             f"{nearest(spec.app.name, WORKLOADS)}")
         if self.source == "kafka":
             streams(spec.app)  # the line naming the apps Kafka feeds
-            if case.network.topology != "star":
-                raise SpecError(f"networks.{case.network.name}: --source kafka runs the "
-                                "broker on a star's master host, off the links under test; "
-                                f"got topology {case.network.topology!r}")
-        for p in spec.policies:
-            if policy_entry(p).kind not in ("per-step", "loop"):
-                raise SpecError(f"policies: {p!r} is of kind {policy_entry(p).kind!r}; Storm "
-                                f"runs tcp and the manager loop's policies")
+            check_star(case, "--source kafka runs the broker")
+        check_loop_policies(spec, "Storm")
 
     def _cluster(self, case: Case) -> None:
         key = (case.network.name, case.bandwidth_mbps)
         if self.key == key:
             return
         self._stop()
-        net = case.network
-        swept = "link_mbps" if net.throttle == "host" else "internal_mbps"
-        fields = net.model_dump(exclude={"name", "bandwidth_mbps", "throttle"},
-                                exclude_unset=True)
-        star = net.topology == "star"
+        star = case.network.topology == "star"
         # Kafka's broker on the master serves every spout: its link must not be one more
         # bottleneck beside the links under test
-        fast = {"master_mbps": MASTER_MBPS} if star and self.source == "kafka" else {}
-        spec = TestbedSpec.model_validate({**fields, "topology": net.topology,
-                                           swept: case.bandwidth_mbps, "master": star,
-                                           **fast, **self.control})
-        self.out.mkdir(parents=True, exist_ok=True)
-        self.tb = Testbed(spec, log_dir=self.out / "testbed")
-        self.tb.start()
-        ControllerClient(spec.api).wait_ready(1)
+        self.tb = start_testbed(case_testbed(case, self.control, master=star,
+                                             fast_master=star and self.source == "kafka"),
+                                self.out)
         hosts = [h for h in self.tb.topo.hosts if h != "master"]
         master = "master" if star else hosts[0]  # ZooKeeper and Nimbus beside a worker
         self.cluster = StormCluster(testbed_spec(self.tb.state(), self.out / "cluster",
                                                  master, hosts)).start()
         if self.source == "kafka":
-            m = self.tb.state()["hosts"][master]
-            self.broker = Broker(BrokerSpec(host=m["ip"], prefix=[
-                "nsenter", f"--net=/proc/{m['pid']}/ns/net"])).start()
+            self.broker = master_broker(self.tb, master)
         self.key = key
 
     def scale(self, app: App) -> float:
@@ -246,13 +238,6 @@ class StormRunner:
         self.topology = (case, mt)
         return mt
 
-    def _log(self, tag: str) -> Path:
-        """The allocation log of this window: one per repetition (``-rN``)."""
-        n = 1
-        while (self.out / f"{tag}-{self.count}-r{n}.alloc.jsonl").exists():
-            n += 1
-        return self.out / f"{tag}-{self.count}-r{n}.alloc.jsonl"
-
     def run(self, spec: ExperimentSpec, case: Case, policy: str,
             progress: Callable[[float], None] | None = None,
             reference_links: list[int] | None = None) -> RunRecord:
@@ -261,52 +246,32 @@ class StormRunner:
         self._cluster(case)
         mt = self._topology(spec, case)
         entry = policy_entry(policy)
-        tag = f"{case.network.name}-{case.bandwidth_mbps:g}-{case.placement}-{policy}"
-        samples: list[tuple[float, np.ndarray]] = []
-        t0 = time.monotonic()
-
-        def on_step(linkstats: Any) -> None:
-            samples.append((time.monotonic() - t0, linkstats.flow_rates.copy()))
-            if progress:
-                progress(min(1.0, (time.monotonic() - t0) / self.seconds))
-
+        samples = Samples(self.seconds, progress)
         r = mt.run(policy if entry.kind == "loop" else "tcp", self.seconds, self.dt,
-                   log=self._log(tag), on_step=on_step, guard=self.guard,
+                   log=window_log(self.out, window_tag(case, policy), self.count),
+                   on_step=samples.on_step, guard=self.guard,
                    warmup_s=self.warmup_s if self.source == "kafka" else 0.0)
-        topo = self.tb.topo
-        util = r["link_used_bps"] / topo.capacities
-        links = reference_links or [lk for lk in range(len(topo.links))
-                                    if mt.routing[:, lk].nnz and util[lk] >= 0.9]
+        util, links = measured_links(self.tb.topo, mt.routing, r["link_used_bps"],
+                                     reference_links)
         scale = WORKLOADS[spec.app.name].per_sink_count(spec.app)
-        times = np.array([t for t, _ in samples])
-        rates = np.array([x / 1e6 for _, x in samples]).reshape(len(samples), len(mt.pairs))
         row = {
-            "experiment": spec.experiment, "app": spec.app.name, "placement": case.placement,
-            "network": case.network.name, "bandwidth_mbps": case.bandwidth_mbps,
-            "policy": policy, "backend": "storm",
+            **window_columns(spec, case, policy, "storm", entry, r, util, links),
             "throughput_tps": r["throughput_tps"] * scale,
             "goodput_mbps": r["bytes_in_bps"] / 1e6 if r.get("bytes_in_bps") else None,
             "latency_s": r["latency_ms"] / 1e3 if r["latency_ms"] is not None else None,
             "latency_p50_s": r["latency_p50_ms"] / 1e3 if r["latency_p50_ms"] else None,
             "latency_p99_s": r["latency_p99_ms"] / 1e3 if r["latency_p99_ms"] else None,
-            "link_utilization": float(np.mean(util[links])) if links else None,
-            "optimizer_ms": r["optimizer_ms"] if entry.kind == "loop" else None,
-            "dropped_tuples": r["failed"],
-            "allocations": r["allocations"], "acked": r["acked"], "emitted": r["emitted"],
+            "dropped_tuples": r["failed"], "acked": r["acked"], "emitted": r["emitted"],
             "profiles": r["profiles"], "report_age_max_s": r["report_age_max_s"],
-            "seconds": r["seconds"], "loop_errors": r["loop_errors"],
-            "flows": r["flows"], "last_rates_bps": r["last_rates_bps"],
+            "seconds": r["seconds"], "flows": r["flows"], "last_rates_bps": r["last_rates_bps"],
             "capped_share": r["capped_share"], "tuple_scale": self.scale(spec.app),
             "source": self.source,
-            # the network flows the window managed, and what the controller had installed
-            # for them at its end (a meter per flow; rate null: counted, not capped)
-            "flow_keys": r["keys"], "meters": [{"flow": m["flow"], "rate_bps": m["rate_bps"]}
-                                               for m in r["meters"]],
         }
         if self.source == "kafka":
             row.update(window_figures(r, self.seconds, self.guarantee))
-        return RunRecord(row, times, [p.label or p.name for p in mt.pairs], rates,
-                         np.ones(len(mt.pairs), bool), [int(lk) for lk in links])
+        return RunRecord(row, samples.times(), [p.label or p.name for p in mt.pairs],
+                         samples.mbps(len(mt.pairs)), np.ones(len(mt.pairs), bool),
+                         [int(lk) for lk in links])
 
     def several(self) -> StormApps:
         """The windows of specs with several applications (kept with the runner: the
@@ -356,14 +321,8 @@ class StormApps:
         if self.runner.source != "kafka":
             raise SpecError("apps: several applications run as Kafka-fed topologies (their "
                             "sources independent, open loop); run with --source kafka")
-        if case.network.topology != "star":
-            raise SpecError(f"networks.{case.network.name}: the applications' Kafka broker "
-                            "runs on a star's master host, off the links under test; got "
-                            f"topology {case.network.topology!r}")
-        for p in spec.policies:
-            if policy_entry(p).kind not in ("per-step", "loop"):
-                raise SpecError(f"policies: {p!r} is of kind {policy_entry(p).kind!r}; Storm "
-                                f"runs tcp and the manager loop's policies")
+        check_star(case, "the applications' Kafka broker runs")
+        check_loop_policies(spec, "Storm")
 
     def stop_topologies(self) -> None:
         """Stops the producer and kills the running topologies (on a cluster still up)."""
@@ -458,18 +417,10 @@ class StormApps:
         # App-Fair's Δt is the spec's (sim.interval_s, 000 §VII); rates step every dt
         dt = spec.sim.interval_s if entry.classes else r.dt
         step, class_dt = entry.periods(dt, spec.appfair.split_s)
-        samples: list[tuple[float, np.ndarray]] = []
-        t0 = time.monotonic()
-
-        def on_step(linkstats: Any) -> None:
-            samples.append((time.monotonic() - t0, linkstats.flow_rates.copy()))
-            if progress:
-                progress(min(1.0, (time.monotonic() - t0) / (r.seconds + r.warmup_s)))
-
-        tag = f"{case.network.name}-{case.bandwidth_mbps:g}-{case.placement}-{policy}"
+        samples = Samples(r.seconds + r.warmup_s, progress)
         res = (tops.run(policy, r.seconds, step, class_dt, spec.appfair.params(),
-                        log=r._log(tag), on_step=on_step, guard=r.guard,
-                        warmup_s=r.warmup_s) if loop
+                        log=window_log(r.out, window_tag(case, policy), r.count),
+                        on_step=samples.on_step, guard=r.guard, warmup_s=r.warmup_s) if loop
                else tops.observe(r.seconds, r.warmup_s))
         return self.record(spec, case, policy, tops, res, samples, reference_links)
 
@@ -489,7 +440,7 @@ class StormApps:
         return np.array(out, np.int64)
 
     def record(self, spec: ExperimentSpec, case: Case, policy: str, tops: AppTopologies,
-               res: dict[str, Any], samples: list[tuple[float, np.ndarray]],
+               res: dict[str, Any], samples: Samples,
                reference_links: list[int] | None) -> RunRecord:
         """The window's row and record: the run's columns, each application's figures
         (:func:`~streamband.backends.base.app_results`, with its latency percentiles and
@@ -519,38 +470,26 @@ class StormApps:
         tps = sum(a["throughput_tps"] for a in res["apps"].values())
         lat = [(a["throughput_tps"], a["latency_s"]) for a in res["apps"].values()
                if a["latency_s"] is not None and a["throughput_tps"] > 0]
-        used = res.get("link_used_bps")
-        util = used / r.tb.topo.capacities if used is not None else None
-        links = reference_links or ([lk for lk in range(len(r.tb.topo.links))
-                                     if tops.routing[:, lk].nnz and util[lk] >= 0.9]
-                                    if util is not None else [])
+        util, links = measured_links(r.tb.topo, tops.routing, res.get("link_used_bps"),
+                                     reference_links)
         row = {
-            "experiment": spec.experiment, "app": spec.app.name, "placement": case.placement,
-            "network": case.network.name, "bandwidth_mbps": case.bandwidth_mbps,
-            "policy": policy, "backend": "storm", "throughput_tps": tps,
-            "goodput_mbps": float(np.sum(measured)),
+            **window_columns(spec, case, policy, "storm", entry, res, util, links),
+            "throughput_tps": tps, "goodput_mbps": float(np.sum(measured)),
             "latency_s": sum(t * x for t, x in lat) / sum(t for t, _ in lat) if lat else None,
             "latency_p50_s": None, "latency_p99_s": None,
-            "link_utilization": (float(np.mean(util[links])) if links and util is not None
-                                 else None),
-            "optimizer_ms": res.get("optimizer_ms") if entry.kind == "loop" else None,
             "dropped_tuples": sum(a["failed"] for a in res["apps"].values()),
-            "allocations": res["allocations"], "seconds": res["seconds"],
-            "loop_errors": res["loop_errors"], "source": "kafka", "guarantee": r.guarantee,
+            "seconds": res["seconds"], "source": "kafka", "guarantee": r.guarantee,
             "flows": [p.name for p in tops.pairs], "flow_apps": tops.apps.tolist(),
             "flow_keys": tops.keys, "flow_mbps": [None if not np.isfinite(x) else float(x)
                                                   for x in res["flow_mbps"]],
-            "meters": [{"flow": m["flow"], "rate_bps": m["rate_bps"]}
-                       for m in res.get("meters", [])],
             "classes": res.get("last_classes"),
             # the controller's strict-priority assignments at the window's end
             "class_assignments": [{"port": c["port"], "flow": c["flow"], "cls": c["cls"]}
                                   for c in res.get("classes", [])],
             **per_app,
         }
-        times = np.array([t for t, _ in samples])
-        rates = np.zeros((len(samples), len(fm.flows)))
-        for k, (_, x) in enumerate(samples):
+        rates = np.zeros((len(samples.rows), len(fm.flows)))
+        for k, (_, x) in enumerate(samples.rows):
             np.add.at(rates[k], to_model, np.asarray(x, float) / 1e6)
-        return RunRecord(row, times, [f.id for f in fm.flows], rates, fm.external,
+        return RunRecord(row, samples.times(), [f.id for f in fm.flows], rates, fm.external,
                          [int(lk) for lk in links])

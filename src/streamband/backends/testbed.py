@@ -26,7 +26,8 @@ import numpy as np
 from streamband.alloc.base import FlowState
 from streamband.alloc.registry import policy_entry
 from streamband.backends.base import Case, RunRecord, app_results
-from streamband.errors import PreconditionError, SpecError
+from streamband.backends.engines import case_testbed, check_loop_policies
+from streamband.errors import PreconditionError
 from streamband.loop.guard import HarmGuard
 from streamband.loop.openflow import (
     ClassEnforcer,
@@ -136,27 +137,17 @@ class TestbedRunner:
         from streamband.testbed.harness.dag import Dag
 
         Dag.from_flowmap(case.flowmap)
-        for p in spec.policies:
-            if policy_entry(p).kind not in ("per-step", "loop"):
-                raise SpecError(f"policies: {p!r} is of kind {policy_entry(p).kind!r}; the "
-                                f"testbed runs tcp and the manager loop's policies")
+        check_loop_policies(spec, "the testbed")
 
     def testbed(self, case: Case) -> Testbed:
         """The testbed of ``case``'s network at its bandwidth (started if needed)."""
-        from streamband.model.testbed import TestbedSpec
         from streamband.sdn.client import ControllerClient
         from streamband.testbed.network import Testbed
 
         key = (case.network.name, case.bandwidth_mbps)
         if self.tb is None or self.key != key:
             self._stop()
-            net = case.network
-            swept = "link_mbps" if net.throttle == "host" else "internal_mbps"
-            fields = net.model_dump(exclude={"name", "bandwidth_mbps", "throttle"},
-                                    exclude_unset=True)
-            spec = TestbedSpec.model_validate(
-                {**fields, "topology": net.topology, swept: case.bandwidth_mbps,
-                 **self.control})
+            spec = case_testbed(case, self.control)
             self.tb = Testbed(spec, log_dir=self.out).__enter__()
             self.key = key
             ControllerClient(spec.api).wait_ready(1)

@@ -22,7 +22,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from streamband.errors import InternalError, OptionError, StreambandError
+from streamband.errors import InternalError, OptionError, PreconditionError, StreambandError
 from streamband.model.source import file_kind
 
 #: every character ``str.splitlines`` breaks a line at
@@ -46,6 +46,29 @@ def fail(err: StreambandError | str) -> typer.Exit:
     """Print the one line of ``err`` on stderr; the exit (code 2) to raise."""
     typer.echo(f"error: {single_line(str(err))}", err=True)
     return typer.Exit(2)
+
+
+def engine_spec(loopback: int, work: Path, master: str,
+                loopback_spec: Callable[[Path, int], Any],
+                testbed_spec: Callable[[dict[str, Any], Path, str], Any]) -> Any:
+    """An engine cluster's spec for ``streamband ENGINE up``: ``loopback`` processes on
+    127.0.0.x, else in the namespaces of the testbed that is up (``master``: the host of
+    the engine's master).
+
+    Raises
+    ------
+    PreconditionError
+        Without ``loopback``, if no testbed is up.
+    """
+    from streamband.testbed.registry import read_state
+
+    if loopback:
+        return loopback_spec(work, loopback)
+    st = read_state()
+    if not st or not st.get("ready"):
+        raise PreconditionError("no testbed is up: run `streamband testbed up "
+                                "star:hosts=2,master=true` first, or use --loopback N")
+    return testbed_spec(st, work, master)
 
 
 def _guarded(f: Callable[..., Any]) -> Callable[..., Any]:

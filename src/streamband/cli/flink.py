@@ -6,42 +6,18 @@ profile receiver beside the JobManager."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import typer
 from rich.console import Console
 
-from streamband.cli.command import App
-from streamband.errors import PreconditionError, StreambandError
+from streamband.cli.command import App, engine_spec, fail
+from streamband.errors import StreambandError
 from streamband.flink import cluster as fc
-from streamband.procs import marked_env
-from streamband.testbed.registry import read_state
 
 app = App(help="Apache Flink on the testbed's hosts.", no_args_is_help=True)
 console = Console(stderr=True)
-
-
-def _fail(msg: str) -> typer.Exit:
-    typer.echo(f"error: {msg}", err=True)
-    return typer.Exit(2)
-
-
-def start_receiver(cluster: fc.FlinkCluster) -> subprocess.Popen[bytes]:
-    """The one profile receiver (:mod:`streamband.loop.reports`) on the cluster's
-    collector address, inside the master host, writing ``WORK/profile.json``; it carries
-    the cluster's tag, so ``down`` stops it with the cluster."""
-    m = cluster.spec.master
-    log = cluster.work / "master" / "log" / "collector.out"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "wb") as out:
-        return subprocess.Popen(
-            m.wrap([sys.executable, "-m", "streamband.loop.reports", "--listen",
-                    cluster.spec.collector, "--out", str(cluster.work / "profile.json")]),
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-            env=marked_env({fc.TAG: str(cluster.work)}))
 
 
 @app.command()
@@ -52,24 +28,17 @@ def up(work: Path = typer.Option(Path("/tmp/streamband-flink"), help="the cluste
     """Start the JobManager, the TaskManagers and the profile receiver (downloads Flink
     on first use)."""
     if loopback < 0:
-        raise _fail(f"--loopback: expected a number of TaskManagers >= 1, got {loopback}")
+        raise fail(f"--loopback: expected a number of TaskManagers >= 1, got {loopback}")
     t0 = time.monotonic()
     try:
-        if loopback:
-            spec = fc.loopback_spec(work, loopback)
-        else:
-            st = read_state()
-            if not st or not st.get("ready"):
-                raise PreconditionError("no testbed is up: run `streamband testbed up "
-                                        "star:hosts=2,master=true` first, or use --loopback N")
-            spec = fc.testbed_spec(st, work, master)
+        spec = engine_spec(loopback, work, master, fc.loopback_spec, fc.testbed_spec)
         with console.status("Flink") as status:
             cluster = fc.FlinkCluster(spec, progress=lambda m: status.update(m))
             status.update("starting the JobManager and the TaskManagers")
             cluster.start()
-            start_receiver(cluster)
+            cluster.start_receiver()
     except StreambandError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     console.print(f"Flink up in {time.monotonic() - t0:.1f} s: REST {spec.rest}, "
                   f"{len(spec.taskmanagers)} TaskManagers, profiles at {spec.collector} -> "
                   f"{cluster.work / 'profile.json'}")
@@ -81,7 +50,7 @@ def down() -> None:
     try:
         cluster = fc.attach()
     except StreambandError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     killed = cluster.stop()
     console.print(f"Flink down: {len(killed)} processes stopped")
 
@@ -96,7 +65,7 @@ def status() -> None:
         out = {"rest": c.spec.rest, "taskmanagers": tms, "jobs": c.jobs(),
                "processes": fc.usage(str(c.work))}
     except StreambandError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     typer.echo(json.dumps(out, indent=1))
 
 
@@ -113,12 +82,12 @@ def submit(jar: Path = typer.Argument(..., help="the job's jar"),
     """Submit a job detached, as `flink run -d [-c C] [-D K=V] JAR ARGS`; prints its id and
     where each subtask runs (JSON)."""
     if not jar.is_file():
-        raise _fail(f"jar {jar}: no such file")
+        raise fail(f"jar {jar}: no such file")
     conf: dict[str, str] = {}
     for item in set_:
         key, eq, val = item.partition("=")
         if not eq or not key:
-            raise _fail(f"--set: expected KEY=VALUE, got {item!r}")
+            raise fail(f"--set: expected KEY=VALUE, got {item!r}")
         conf[key] = val
     try:
         c = fc.attach()
@@ -129,5 +98,5 @@ def submit(jar: Path = typer.Argument(..., help="the job's jar"),
 
             out["placement"] = placement(c.rest, job)
     except StreambandError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     typer.echo(json.dumps(out, indent=1))

@@ -12,18 +12,12 @@ from typing import Any
 import typer
 from rich.console import Console
 
-from streamband.cli.command import App
-from streamband.errors import PreconditionError, StreambandError
+from streamband.cli.command import App, engine_spec, fail
+from streamband.errors import StreambandError
 from streamband.storm import cluster as sc
-from streamband.testbed.registry import read_state
 
 app = App(help="Apache Storm on the testbed's hosts.", no_args_is_help=True)
 console = Console(stderr=True)
-
-
-def _fail(msg: str) -> typer.Exit:
-    typer.echo(f"error: {msg}", err=True)
-    return typer.Exit(2)
 
 
 def _conf(pairs: list[str]) -> dict[str, Any]:
@@ -33,7 +27,7 @@ def _conf(pairs: list[str]) -> dict[str, Any]:
     for item in pairs:
         key, eq, val = item.partition("=")
         if not eq or not key:
-            raise _fail(f"--set: expected KEY=VALUE, got {item!r}")
+            raise fail(f"--set: expected KEY=VALUE, got {item!r}")
         out[key] = yaml.safe_load(val)
     return out
 
@@ -45,23 +39,16 @@ def up(work: Path = typer.Option(Path("/tmp/streamband-storm"), help="the cluste
        ) -> None:
     """Start ZooKeeper, Nimbus and the Supervisors (downloads Storm on first use)."""
     if loopback < 0:
-        raise _fail(f"--loopback: expected a number of supervisors >= 1, got {loopback}")
+        raise fail(f"--loopback: expected a number of supervisors >= 1, got {loopback}")
     t0 = time.monotonic()
     try:
-        if loopback:
-            spec = sc.loopback_spec(work, loopback)
-        else:
-            st = read_state()
-            if not st or not st.get("ready"):
-                raise PreconditionError("no testbed is up: run `streamband testbed up "
-                                        "star:hosts=2,master=true` first, or use --loopback N")
-            spec = sc.testbed_spec(st, work, master)
+        spec = engine_spec(loopback, work, master, sc.loopback_spec, sc.testbed_spec)
         with console.status("Storm") as status:
             cluster = sc.StormCluster(spec, progress=lambda m: status.update(m))
             status.update("starting ZooKeeper, Nimbus and the Supervisors")
             cluster.start()
     except StreambandError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     console.print(f"Storm up in {time.monotonic() - t0:.1f} s: Nimbus {spec.master.ip}:"
                   f"{spec.nimbus_port}, {len(spec.workers)} supervisors, profiles at "
                   f"{spec.collector} -> {cluster.work / 'profile.json'}")
@@ -73,7 +60,7 @@ def down() -> None:
     try:
         cluster = sc.attach()
     except StreambandError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     killed = cluster.stop()
     console.print(f"Storm down: {len(killed)} processes stopped")
 
@@ -84,7 +71,7 @@ def status() -> None:
     try:
         typer.echo(json.dumps(sc.attach().admin("list"), indent=1))
     except StreambandError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
 
 
 @app.command()
@@ -102,7 +89,7 @@ def submit(jar: Path = typer.Argument(..., help="the topology's jar"),
     """Submit a topology, as `storm jar JAR MAIN ARGS -c KEY=VALUE` does; prints its
     placement (JSON)."""
     if not jar.is_file():
-        raise _fail(f"jar {jar}: no such file")
+        raise fail(f"jar {jar}: no such file")
     conf = _conf(set_)
     if not args and name is None:
         name = "topology"
@@ -111,7 +98,7 @@ def submit(jar: Path = typer.Argument(..., help="the topology's jar"),
         top = cluster.submit(jar, main, name, conf or None, list(args) if args else None)
         out = cluster.wait_running(top["name"]) if wait else cluster.admin("list")
     except StreambandError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     typer.echo(json.dumps(out, indent=1))
 
 
@@ -121,7 +108,7 @@ def kill(name: str = typer.Argument(...), wait_s: int = typer.Option(0)) -> None
     try:
         sc.attach().kill(name, wait_s)
     except StreambandError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
 
 
 @app.command()
@@ -130,4 +117,4 @@ def rebalance(name: str = typer.Argument(...), wait_s: int = typer.Option(0)) ->
     try:
         sc.attach().rebalance(name, wait_s)
     except StreambandError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None

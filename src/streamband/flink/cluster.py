@@ -30,7 +30,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +39,11 @@ import yaml
 from streamband import maven, procs
 from streamband.errors import PreconditionError
 from streamband.flink.home import ensure_home, install_plugin, jobs_jar, reporter_jar
-from streamband.procs import RUN_DIR, Cleanup, Host, marked_env
+from streamband.procs import RUN_DIR, Cleanup, ClusterState, Host, java_error, marked_env
 
 STATE = RUN_DIR / "flink.json"
 TAG = "STREAMBAND_FLINK"
+_STATE = ClusterState(STATE, TAG)
 #: on the command line of every JVM run from a Flink home streamband built
 HOME_ARG = "-Dstreamband.flink.home="
 RPC_PORT, REST_PORT, BLOB_PORT, COLLECTOR_PORT = 6123, 8081, 6124, 7071
@@ -226,17 +227,8 @@ def testbed_spec(state: dict[str, Any], work_dir: Path, master: str = "master",
                  placement: dict[str, list[str]] | None = None) -> ClusterSpec:
     """Processes in the namespaces of a running testbed (its state file); ``placement``:
     group -> the host of each subtask (testbed host names)."""
-    hosts = state["hosts"]
-    if master not in hosts:
-        raise PreconditionError(f"the testbed has no host {master!r} for the JobManager "
-                                "(start it with master=true)")
-    names = workers or [h for h in hosts if h != master]
-    for h in names:
-        if h not in hosts:
-            raise PreconditionError(f"the testbed has no host {h!r}")
-    ws = {h: Host(h, hosts[h]["ip"], hosts[h]["pid"]) for h in names}
-    return ClusterSpec(Host(master, hosts[master]["ip"], hosts[master]["pid"]),
-                       taskmanagers(ws, placement), Path(work_dir))
+    m, ws = procs.namespace_hosts(state, master, workers, "the JobManager", Host)
+    return ClusterSpec(m, taskmanagers({h.name: h for h in ws}, placement), Path(work_dir))
 
 
 def _jm_bind(ip: str) -> str:
@@ -249,8 +241,8 @@ def _jm_bind(ip: str) -> str:
 class FlinkCluster:
     """A JobManager on the master, the TaskManagers on their hosts; ``start`` waits until
     the JobManager's REST API lists every TaskManager. The reporter in every process sends
-    to ``spec.collector``: whoever reads the profiles runs the receiver there (the runner,
-    ``streamband flink up``), so this package knows no receiver."""
+    to ``spec.collector``, where :meth:`start_receiver` runs the receiver for whoever reads
+    the profiles (the runner, ``streamband flink up``)."""
 
     def __init__(self, spec: ClusterSpec, home: Path | None = None,
                  progress: Any = None) -> None:
@@ -334,7 +326,7 @@ class FlinkCluster:
     # -- life cycle -------------------------------------------------------------------
     def start(self, timeout: float = 180.0) -> FlinkCluster:
         s = self.spec
-        if STATE.exists() and _alive_cluster(json.loads(STATE.read_text())):
+        if _STATE.read() is not None:
             raise PreconditionError(f"a Flink cluster is already up ({STATE}); run "
                                     "`streamband flink down`")
         t0 = time.monotonic()
@@ -408,11 +400,7 @@ class FlinkCluster:
         """Stops every process of this cluster (JobManager, TaskManagers, collector,
         clients)."""
         killed = procs.stop_tagged(TAG, str(self.work), self.procs, 5.0)
-        try:
-            if STATE.exists() and json.loads(STATE.read_text()).get("work") == str(self.work):
-                STATE.unlink()
-        except (OSError, json.JSONDecodeError):
-            pass
+        _STATE.clear(self.work)
         return killed
 
     def __enter__(self) -> FlinkCluster:
@@ -422,10 +410,21 @@ class FlinkCluster:
         self.stop()
 
     def _write_state(self) -> None:
-        RUN_DIR.mkdir(parents=True, exist_ok=True)
-        st = {"work": str(self.work), "home": str(self.home), "spec": _spec_dict(self.spec),
-              "pids": {k: p.pid for k, p in self.procs.items()}}
-        STATE.write_text(json.dumps(st, indent=1))
+        _STATE.write(self.work, self.home, self.spec, self.procs)
+
+    def start_receiver(self) -> subprocess.Popen[bytes]:
+        """The one profile receiver (:mod:`streamband.loop.reports`) on the cluster's
+        collector address, inside the master host, writing ``WORK/profile.json``; it
+        carries the cluster's tag, so :meth:`stop` stops it with the cluster."""
+        log = self.work / "master" / "log" / "collector.out"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "wb") as out:
+            return subprocess.Popen(
+                self.spec.master.wrap([sys.executable, "-m", "streamband.loop.reports",
+                                       "--listen", self.spec.collector,
+                                       "--out", str(self.work / "profile.json")]),
+                stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                env=marked_env({TAG: str(self.work)}))
 
     # -- jobs -----------------------------------------------------------------------------
     def submit(self, jar: Path, main: str | None = None, args: list[str] | None = None,
@@ -458,8 +457,9 @@ class FlinkCluster:
         (self.work / "master" / "log" / f"{key}.out").write_text(r.stdout + r.stderr)
         got = re.search(r"JobID ([0-9a-f]{32})", r.stdout + r.stderr)
         if r.returncode or not got:
+            why = java_error((r.stdout + r.stderr).strip().splitlines())
             raise PreconditionError(f"flink run {Path(jar).name} (exit {r.returncode}): "
-                                    f"{_java_error(r)}; see {self.work / 'master' / 'log'}")
+                                    f"{why}; see {self.work / 'master' / 'log'}")
         return got.group(1)
 
     def job(self, job_id: str) -> dict[str, Any]:
@@ -541,12 +541,6 @@ def rest_call(host: Host, port: int, path: str, method: str = "GET",
     return json.loads(body) if body.strip() else {}
 
 
-def _spec_dict(spec: ClusterSpec) -> dict[str, Any]:
-    d = asdict(spec)
-    d["work_dir"] = str(spec.work_dir)
-    return d
-
-
 def spec_from_state(st: dict[str, Any]) -> ClusterSpec:
     d = dict(st["spec"])
     tms = [TaskManager(**{**t, "host": Host(**t["host"])}) for t in d.pop("taskmanagers")]
@@ -562,12 +556,8 @@ def attach() -> FlinkCluster:
     PreconditionError
         If none is up.
     """
-    try:
-        st = json.loads(STATE.read_text())
-        alive = _alive_cluster(st)
-    except (OSError, json.JSONDecodeError, AttributeError):
-        alive = False
-    if not alive:
+    st = _STATE.read()
+    if st is None:
         STATE.unlink(missing_ok=True)
         raise PreconditionError("no Flink cluster is up: run `streamband flink up`")
     return FlinkCluster(spec_from_state(st), home=Path(st["home"]))
@@ -593,18 +583,6 @@ def usage(tag: str) -> list[dict[str, Any]]:
     return out
 
 
-def _alive_cluster(st: dict[str, Any]) -> bool:
-    return bool(tagged_processes(st.get("work", "")))
-
-
-def _java_error(r: subprocess.CompletedProcess[str]) -> str:
-    lines = (r.stdout + r.stderr).strip().splitlines() or ["(no output)"]
-    for ln in reversed(lines):
-        if "Exception" in ln or "Error" in ln:
-            return ln.strip()[:300]
-    return lines[-1][:300]
-
-
 def flink_processes() -> list[int]:
     """Pids of the JVMs run from a Flink home streamband built (its ``.complete`` file),
     with or without the project's mark (never this process's line)."""
@@ -613,14 +591,7 @@ def flink_processes() -> list[int]:
 
 def leftovers() -> list[str]:
     """What of Flink's is still on disk: the state file of a cluster that is gone."""
-    return [f"flink state {STATE}"] if STATE.exists() and not _state_alive() else []
-
-
-def _state_alive() -> bool:
-    try:
-        return _alive_cluster(json.loads(STATE.read_text()))
-    except (OSError, json.JSONDecodeError, AttributeError):
-        return False
+    return [f"flink state {STATE}"] if _STATE.stale() else []
 
 
 def clean() -> list[str]:

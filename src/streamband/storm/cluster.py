@@ -14,7 +14,7 @@ import shutil
 import socket
 import subprocess
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote_plus
@@ -23,7 +23,7 @@ import yaml
 
 from streamband import maven, procs
 from streamband.errors import PreconditionError
-from streamband.procs import RUN_DIR, Cleanup, marked_env
+from streamband.procs import RUN_DIR, Cleanup, ClusterState, java_error, marked_env
 from streamband.storm.home import (
     JAR_NAME,
     ensure_home,
@@ -34,6 +34,7 @@ from streamband.storm.home import (
 
 STATE = RUN_DIR / "storm.json"
 TAG = "STREAMBAND_STORM"
+_STATE = ClusterState(STATE, TAG)
 # ZooKeeper's client looks its server's name up for SASL; a testbed host has no DNS, so
 # every connection would wait ~12 s for the lookup to time out
 NO_DNS = "-Dzookeeper.sasl.client=false"
@@ -78,16 +79,8 @@ def loopback_spec(work_dir: Path, workers: int = 2, base_port: int = 0) -> Clust
 def testbed_spec(state: dict[str, Any], work_dir: Path, master: str = "master",
                  workers: list[str] | None = None) -> ClusterSpec:
     """Daemons in the namespaces of a running testbed (its state file)."""
-    hosts = state["hosts"]
-    if master not in hosts:
-        raise PreconditionError(f"the testbed has no host {master!r} for Nimbus and ZooKeeper "
-                                "(start it with master=true)")
-    names = workers or [h for h in hosts if h != master]
-    for h in names:
-        if h not in hosts:
-            raise PreconditionError(f"the testbed has no host {h!r}")
-    return ClusterSpec(Host(master, hosts[master]["ip"], hosts[master]["pid"]),
-                       [Host(h, hosts[h]["ip"], hosts[h]["pid"]) for h in names], Path(work_dir))
+    m, ws = procs.namespace_hosts(state, master, workers, "Nimbus and ZooKeeper", Host)
+    return ClusterSpec(m, ws, Path(work_dir))
 
 
 class StormCluster:
@@ -153,7 +146,7 @@ class StormCluster:
     # -- life cycle -------------------------------------------------------------------
     def start(self, timeout: float = 120.0) -> StormCluster:
         s = self.spec
-        if STATE.exists() and _alive_cluster(json.loads(STATE.read_text())):
+        if _STATE.read() is not None:
             raise PreconditionError(f"a Storm cluster is already up ({STATE}); run "
                                     "`streamband storm down`")
         try:
@@ -227,11 +220,7 @@ class StormCluster:
     def stop(self) -> list[int]:
         """Stops every process of this cluster (daemons, workers, log writers)."""
         killed = procs.stop_tagged(TAG, str(self.work), self.procs)
-        try:
-            if STATE.exists() and json.loads(STATE.read_text()).get("work") == str(self.work):
-                STATE.unlink()
-        except (OSError, json.JSONDecodeError):
-            pass
+        _STATE.clear(self.work)
         return killed
 
     def __enter__(self) -> StormCluster:
@@ -241,11 +230,7 @@ class StormCluster:
         self.stop()
 
     def _write_state(self) -> None:
-        RUN_DIR.mkdir(parents=True, exist_ok=True)
-        st = {"work": str(self.work), "home": str(self.home), "jar": str(self.jar),
-              "spec": _spec_dict(self.spec),
-              "pids": {k: p.pid for k, p in self.procs.items()}}
-        STATE.write_text(json.dumps(st, indent=1))
+        _STATE.write(self.work, self.home, self.spec, self.procs, jar=str(self.jar))
 
     # -- topologies ---------------------------------------------------------------------
     def run_java(self, main: str, *args: str, timeout: float = 120.0,
@@ -261,7 +246,7 @@ class StormCluster:
         if r.returncode:
             err = (r.stderr.strip().splitlines() or ["(no output)"])
             raise PreconditionError(f"{main.rsplit('.', 1)[-1]} {' '.join(args)}: "
-                                    f"{_java_error(err)}")
+                                    f"{java_error(err)}")
         return r.stdout
 
     def admin(self, *args: str) -> dict[str, Any]:
@@ -315,7 +300,7 @@ class StormCluster:
             if done not in (None, 0):
                 lines = log.read_text(errors="replace").strip().splitlines() or ["(no output)"]
                 raise PreconditionError(f"{main.rsplit('.', 1)[-1]} {' '.join(args)}: "
-                                        f"{_java_error(lines)}")
+                                        f"{java_error(lines)}")
             new = [t for t in self.admin("list")["topologies"]
                    if (t["name"] == name if name is not None else t["name"] not in before)]
             if new:
@@ -366,12 +351,6 @@ def storm_options(conf: dict[str, Any]) -> str:
     return ",".join(quote_plus(f"{k}={json.dumps(v)}") for k, v in conf.items())
 
 
-def _spec_dict(spec: ClusterSpec) -> dict[str, Any]:
-    d = asdict(spec)
-    d["work_dir"] = str(spec.work_dir)
-    return d
-
-
 def spec_from_state(st: dict[str, Any]) -> ClusterSpec:
     d = dict(st["spec"])
     return ClusterSpec(master=Host(**d.pop("master")),
@@ -381,12 +360,8 @@ def spec_from_state(st: dict[str, Any]) -> ClusterSpec:
 
 def attach() -> StormCluster:
     """The cluster that ``streamband storm up`` started."""
-    try:
-        st = json.loads(STATE.read_text())
-        alive = _alive_cluster(st)
-    except (OSError, json.JSONDecodeError, AttributeError):
-        alive = False
-    if not alive:
+    st = _STATE.read()
+    if st is None:
         STATE.unlink(missing_ok=True)
         raise PreconditionError("no Storm cluster is up: run `streamband storm up`")
     return StormCluster(spec_from_state(st), home=Path(st["home"]))
@@ -408,21 +383,10 @@ def usage(tag: str) -> list[dict[str, Any]]:
     return procs.usage(tagged_processes(tag), _ROLES)
 
 
-def _alive_cluster(st: dict[str, Any]) -> bool:
-    return bool(tagged_processes(st.get("work", "")))
-
-
 def _python() -> str:
     import sys
 
     return sys.executable
-
-
-def _java_error(lines: list[str]) -> str:
-    for ln in reversed(lines):
-        if "Exception" in ln or "Error" in ln:
-            return ln.strip()[:300]
-    return lines[-1][:300]
 
 
 def free_port() -> int:
