@@ -16,8 +16,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -34,7 +32,7 @@ from streamband.loop.reports import read_snapshot
 from streamband.loop.sockets import tcp_sockets
 from streamband.model.spec import load_spec, parse_spec
 from streamband.model.testbed import load_spec as load_testbed
-from streamband.procs import clean, leftovers, marked_env
+from streamband.procs import clean, leftovers
 from streamband.sdn.client import ControllerClient
 from streamband.testbed.network import Testbed
 
@@ -142,11 +140,7 @@ def testbed_cluster(tmp_path_factory: pytest.TempPathFactory):
         spec = fc.testbed_spec(tb.state(), out / "cluster")
         cluster = fc.FlinkCluster(spec).start()
         print(f"Flink up in {cluster.started_s:.1f} s: {fc.usage(str(cluster.work))}")
-        # the receiver listens inside the master host, where the reporters send
-        subprocess.Popen(spec.master.wrap([sys.executable, "-m", "streamband.loop.reports",
-                                 "--listen", spec.collector, "--out",
-                                 str(cluster.work / "profile.json"), "--every", "0.2"]),
-                         env=marked_env({fc.TAG: str(cluster.work)}), start_new_session=True)
+        cluster.start_receiver(every=0.2)  # inside the master host, where reporters send
         yield tb, cluster, out
     finally:
         if cluster:

@@ -412,17 +412,19 @@ class FlinkCluster:
     def _write_state(self) -> None:
         _STATE.write(self.work, self.home, self.spec, self.procs)
 
-    def start_receiver(self) -> subprocess.Popen[bytes]:
+    def start_receiver(self, every: float | None = None) -> subprocess.Popen[bytes]:
         """The one profile receiver (:mod:`streamband.loop.reports`) on the cluster's
-        collector address, inside the master host, writing ``WORK/profile.json``; it
-        carries the cluster's tag, so :meth:`stop` stops it with the cluster."""
+        collector address, inside the master host, writing ``WORK/profile.json`` (every
+        ``every`` seconds, else the receiver's default); it carries the cluster's tag, so
+        :meth:`stop` stops it with the cluster."""
         log = self.work / "master" / "log" / "collector.out"
         log.parent.mkdir(parents=True, exist_ok=True)
+        often = ["--every", str(every)] if every is not None else []
         with open(log, "wb") as out:
             return subprocess.Popen(
                 self.spec.master.wrap([sys.executable, "-m", "streamband.loop.reports",
                                        "--listen", self.spec.collector,
-                                       "--out", str(self.work / "profile.json")]),
+                                       "--out", str(self.work / "profile.json"), *often]),
                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
                 env=marked_env({TAG: str(self.work)}))
 
