@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from streamband.loop.reports import read_snapshot, worker_reports
+from streamband.procs import processes_where
 from streamband.storm.flows import component_pairs, placement
 from streamband.storm.managed import ManagedTopology
 from streamband.storm.profiler import StormProfiler
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.usefixtures("storm_testbed")
 SECONDS = 60.0
 
 
-def test_fork_join_tcp_then_appaware(storm_testbed, tmp_path):
+def test_fork_join_tcp_then_appaware(storm_testbed, tmp_path, request):
     tb, cluster = storm_testbed
     ips = (tb.ip("w1"), tb.ip("w2"))
     # TP1 (001 Fig. 1b): A, B on w1; C, D on w2; A->C (4 KB) and B->D (6 KB) share w1's
@@ -30,10 +31,15 @@ def test_fork_join_tcp_then_appaware(storm_testbed, tmp_path):
     # large receive queue (minutes to fill) couples them: TCP does not balance itself.
     cluster.submit(cluster.jar, fork_join()[0].main, "fj", {
         "bench.rate": 300, "streamband.placement": fork_join_placement("TP1", ips)})
+    request.addfinalizer(lambda: cluster.kill("fj"))
     info = cluster.wait_running("fj")
     where = placement(info)
     assert [w.host for c in "ABCD" for w in where[c]] == [ips[0], ips[0], ips[1], ips[1]]
     assert len({w for ws in where.values() for w in ws}) == 4  # one executor per worker
+    # every worker runs with the cluster's heap, which holds a full receive queue of B's
+    # 6 KB tuples (32768 of them), so back-pressure, not an OutOfMemoryError, bounds it
+    heap = f"-Xmx{cluster.spec.worker_heap_mb}m".encode()
+    assert sorted(worker_heaps(info["id"]).values()) == [heap] * 4
     mt = ManagedTopology(tb, cluster, info, *fork_join())
     # the meters' matches are the receiving workers' slot ports, as Nimbus placed them
     expected = [{"src_ip": ips[0], "dst_ip": ips[1], "proto": "tcp", "dst_port": where[d][0].port}
@@ -56,7 +62,26 @@ def test_fork_join_tcp_then_appaware(storm_testbed, tmp_path):
                      for m in app["meters"] if m["rate_bps"] is not None)
     assert metered == sorted((k["dst_port"], k["src_ip"], k["dst_ip"]) for k in expected)
     assert app["throughput_tps"] > tcp["throughput_tps"]
-    cluster.kill("fj")
+
+
+def worker_heaps(topology_id: str, timeout: float = 60.0) -> dict[int, bytes]:
+    """The ``-Xmx`` of each worker JVM of a topology (not its log writer), once the
+    supervisors have launched them (placement comes first)."""
+    worker = b"org.apache.storm.daemon.worker.Worker"
+    deadline = time.monotonic() + timeout
+    while True:
+        pids = processes_where("cmdline", lambda c: worker in c and topology_id.encode() in c
+                               and b"org.apache.storm.LogWriter" not in c)
+        heaps = {}
+        for p in pids:
+            try:
+                args = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")
+            except OSError:  # exited since the scan
+                continue
+            heaps[p] = next((a for a in args if a.startswith(b"-Xmx")), b"")
+        if len(heaps) >= 4 or time.monotonic() > deadline:
+            return heaps
+        time.sleep(1.0)
 
 
 WORDCOUNT = """

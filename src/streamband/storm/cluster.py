@@ -116,7 +116,9 @@ class StormCluster:
             "storm.scheduler": "streamband.storm.PinScheduler",
             "worker.heap.memory.mb": s.worker_heap_mb,
             "topology.worker.max.heap.size.mb": float(s.worker_heap_mb),
-            "worker.childopts": f"-Xmx%HEAP-MEM%m -XX:+UseSerialGC {NO_DNS}",
+            # one heap for every worker: %HEAP-MEM% (128 MB per executor) cannot hold a
+            # full receive queue of 8 KB tuples, and the worker dies of it before back-pressure
+            "worker.childopts": f"-Xmx{s.worker_heap_mb}m -XX:+UseSerialGC {NO_DNS}",
             "topology.metrics.reporters": [{
                 "class": "streamband.storm.FlowReporter", "report.period": 1,
                 "report.period.units": "SECONDS", "manager": s.collector}],
