@@ -63,15 +63,22 @@ def pair_channels(pair: TmPair, reports: dict[str, dict[str, Any]]) -> dict[str,
             for c in gate.get("ch", []):
                 if c.get("p") != ch.src_subtask or c.get("kind") != "remote":
                     continue
-                lo, hi = c.get("s", [0, -1])
-                for sub in part.get("sub", [])[lo: hi + 1]:
-                    tot["written"] += max(sub[0], 0)
-                    tot["handed"] += max(sub[1], 0)
-                    tot["queued"] += max(sub[2], 0)
-                tot["rx_bytes"] += max(c.get("queued_bytes", 0), 0)
-                tot["backlog"] += max(c.get("backlog", 0), 0)
+                lo, hi = (list(c.get("s") or []) + [None, None])[:2]
+                subs = part.get("sub", [])[lo: hi + 1] if lo is not None and hi is not None \
+                    else []
+                for sub in subs:
+                    tot["written"] += _count(sub[0])
+                    tot["handed"] += _count(sub[1])
+                    tot["queued"] += _count(sub[2])
+                tot["rx_bytes"] += _count(c.get("queued_bytes"))
+                tot["backlog"] += _count(c.get("backlog"))
                 tot["found"] += 1
     return tot
+
+
+def _count(v: Any) -> float:
+    """A reported count, or 0 where the reporter knew none (null)."""
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and v > 0 else 0.0
 
 
 def _store_waiting(rep: dict[str, Any], vertex: str, subtask: int, comp: str) -> float:

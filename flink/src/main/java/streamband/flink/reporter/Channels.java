@@ -2,6 +2,7 @@ package streamband.flink.reporter;
 
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -31,7 +32,7 @@ final class Channels {
             long[] w = written instanceof long[] ? (long[]) written : new long[0];
             List<Object> each = new ArrayList<>();
             for (int s = 0; s < subs.length; s++) {
-                each.add(List.of(s < w.length ? w[s] : -1L,
+                each.add(Arrays.asList(s < w.length && w[s] >= 0 ? (Long) w[s] : null,
                     Peek.num(subs[s], "getTotalNumberOfBytesUnsafe"),
                     Peek.num(subs[s], "unsynchronizedGetNumberOfQueuedBuffers"),
                     Peek.num(subs[s], "getTotalNumberOfBuffersUnsafe")));
@@ -73,7 +74,7 @@ final class Channels {
         Object id = Peek.call(ch, "getPartitionId");
         m.put("p", Peek.num(Peek.call(id, "getPartitionId"), "getPartitionNumber"));
         Object range = Peek.call(ch, "getConsumedSubpartitionIndexSet");
-        m.put("s", List.of(Peek.num(range, "getStartIndex"), Peek.num(range, "getEndIndex")));
+        m.put("s", Arrays.asList(Peek.num(range, "getStartIndex"), Peek.num(range, "getEndIndex")));
         String kind = ch == null ? "?" : ch.getClass().getSimpleName();
         m.put("kind", kind.replace("InputChannel", "").toLowerCase());
         Object conn = Peek.field(ch, "connectionId");

@@ -44,10 +44,17 @@ final class Peek {
         }
     }
 
-    /** A number of {@code o}'s method {@code name()}, or -1. */
-    static long num(Object o, String name) {
+    /** A count from {@code o}'s method {@code name()}, or null when there is none or it is
+     * negative (a racy unsynchronized read, or a difference such as a channel's sender
+     * backlog less its initial credit): the manager's receiver refuses a report with a
+     * negative number in it, so an unknown value must not be sent as -1. */
+    static Long num(Object o, String name) {
         Object v = call(o, name);
-        return v instanceof Number ? ((Number) v).longValue() : -1L;
+        if (!(v instanceof Number)) {
+            return null;
+        }
+        long n = ((Number) v).longValue();
+        return n >= 0 ? n : null;
     }
 
     private static Object find(Class<?> c, String name, boolean isField) {
