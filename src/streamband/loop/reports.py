@@ -41,6 +41,11 @@ MAX_DEPTH = 8
 AHEAD_S = 86_400.0
 
 
+#: the snapshot's own keys beside one map per report type: a report of such a type would
+#: overwrite them (a dict for the snapshot's clock stops every profiler reading it)
+SNAPSHOT_KEYS = frozenset({"time", "received"})
+
+
 def parse_report(data: bytes) -> Any:
     """A datagram's JSON, or None when it is not JSON this receiver can read (not UTF-8,
     not JSON, an integer past Python's conversion limit, nested past the parser's depth)."""
@@ -52,12 +57,13 @@ def parse_report(data: bytes) -> Any:
 
 def check_report(rec: Any, now: float | None = None) -> str | None:
     """Why a report is garbage, or None when every number in it is a finite count within
-    reason: ``malformed`` (not a mapping with a string ``type`` and ``topology``, nested
+    reason: ``malformed`` (not a mapping with a string ``type`` and ``topology``, a
+    ``type`` named like one of the snapshot's own keys (:data:`SNAPSHOT_KEYS`), nested
     more than :data:`MAX_DEPTH` levels, a clock ``t`` that is not a number),
     ``not_finite``, ``negative``, ``absurd`` (a value past :data:`ABSURD`, or a clock ``t``
     more than :data:`AHEAD_S` ahead of ``now``)."""
     if not isinstance(rec, dict) or not isinstance(rec.get("type"), str) \
-            or not isinstance(rec.get("topology"), str):
+            or not isinstance(rec.get("topology"), str) or rec["type"] in SNAPSHOT_KEYS:
         return "malformed"
     t = rec.get("t", 0.0)
     if isinstance(t, bool) or not isinstance(t, int | float):
