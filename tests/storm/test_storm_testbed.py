@@ -39,7 +39,7 @@ def test_fork_join_tcp_then_appaware(storm_testbed, tmp_path, request):
     # every worker runs with the cluster's heap, which holds a full receive queue of B's
     # 6 KB tuples (32768 of them), so back-pressure, not an OutOfMemoryError, bounds it
     heap = f"-Xmx{cluster.spec.worker_heap_mb}m".encode()
-    assert sorted(worker_heaps(info["id"]).values()) == [heap] * 4
+    assert sorted(worker_heaps(info["id"], 4).values()) == [heap] * 4
     mt = ManagedTopology(tb, cluster, info, *fork_join())
     # the meters' matches are the receiving workers' slot ports, as Nimbus placed them
     expected = [{"src_ip": ips[0], "dst_ip": ips[1], "proto": "tcp", "dst_port": where[d][0].port}
@@ -64,9 +64,9 @@ def test_fork_join_tcp_then_appaware(storm_testbed, tmp_path, request):
     assert app["throughput_tps"] > tcp["throughput_tps"]
 
 
-def worker_heaps(topology_id: str, timeout: float = 60.0) -> dict[int, bytes]:
+def worker_heaps(topology_id: str, workers: int, timeout: float = 60.0) -> dict[int, bytes]:
     """The ``-Xmx`` of each worker JVM of a topology (not its log writer), once the
-    supervisors have launched them (placement comes first)."""
+    supervisors have launched all ``workers`` of them (placement comes first)."""
     worker = b"org.apache.storm.daemon.worker.Worker"
     deadline = time.monotonic() + timeout
     while True:
@@ -79,7 +79,7 @@ def worker_heaps(topology_id: str, timeout: float = 60.0) -> dict[int, bytes]:
             except OSError:  # exited since the scan
                 continue
             heaps[p] = next((a for a in args if a.startswith(b"-Xmx")), b"")
-        if len(heaps) >= 4 or time.monotonic() > deadline:
+        if len(heaps) >= workers or time.monotonic() > deadline:
             return heaps
         time.sleep(1.0)
 

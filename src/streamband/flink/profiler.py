@@ -63,10 +63,8 @@ def pair_channels(pair: TmPair, reports: dict[str, dict[str, Any]]) -> dict[str,
             for c in gate.get("ch", []):
                 if c.get("p") != ch.src_subtask or c.get("kind") != "remote":
                     continue
-                lo, hi = (list(c.get("s") or []) + [None, None])[:2]
-                subs = part.get("sub", [])[lo: hi + 1] if lo is not None and hi is not None \
-                    else []
-                for sub in subs:
+                lo, hi = c.get("s") or (None, None)  # the consumed subpartitions, or unknown
+                for sub in part.get("sub", [])[lo: hi + 1] if None not in (lo, hi) else []:
                     tot["written"] += _count(sub[0])
                     tot["handed"] += _count(sub[1])
                     tot["queued"] += _count(sub[2])
