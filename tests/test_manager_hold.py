@@ -220,3 +220,48 @@ def test_the_loops_wrapper_forwards_the_counters_and_copies_without_recursion():
         rec.no_such_counter  # noqa: B018
     twin = copy.copy(rec)  # copy builds the object without __init__: no `inner` yet
     assert twin.inner is replay
+
+
+class Stalling(Replay):
+    """A profiler whose ``stall_at``-th read blocks for ``stall_s`` (a stopped or starved
+    manager) and which records when each step read it."""
+
+    def __init__(self, n: int, stall_at: int, stall_s: float) -> None:
+        super().__init__([CALM] * n)
+        self.stall_at, self.stall_s = stall_at, stall_s
+        self.at: list[float] = []
+
+    def flow_state(self) -> FlowState:
+        import time
+
+        self.at.append(time.monotonic())
+        if len(self.at) == self.stall_at:
+            time.sleep(self.stall_s)
+        return super().flow_state()
+
+
+def test_a_stalled_loop_drops_the_steps_it_missed():
+    # a 5-Δt stall: the steps after it keep at least MIN_INTERVAL_FRAC Δt apart, where a
+    # catch-up burst ran 5 steps back to back and pushed the stall out of the lease window
+    import threading
+
+    from streamband.loop.live import LiveLoop
+    from streamband.loop.manager import MIN_INTERVAL_FRAC
+
+    dt, n = 0.1, 12
+    replay = Stalling(n, stall_at=3, stall_s=5 * dt)
+    m = Manager(routing=sp.csr_matrix(np.ones((2, 1))), link_kind=np.array([UPLINK]),
+                policy=appaware, profiler=replay, linkstats=replay, enforcer=Recorder(),
+                dt=dt)
+    loop = LiveLoop(m)
+    done = threading.Event()
+    loop.on_step = lambda: done.set() if len(replay.at) >= n - 1 else None
+    loop.start()
+    try:
+        assert done.wait(60), "the loop ran its steps"
+    finally:
+        loop.stop()
+    gaps = np.diff(replay.at[: n - 1])
+    assert gaps[2] >= 5 * dt  # the stalled step
+    assert gaps.min() >= MIN_INTERVAL_FRAC * dt, gaps.round(3).tolist()
+    assert not loop.errors

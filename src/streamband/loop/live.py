@@ -25,7 +25,7 @@ from prometheus_client import (
     start_http_server,
 )
 
-from streamband.loop.manager import Allocation, Manager
+from streamband.loop.manager import MIN_INTERVAL_FRAC, Allocation, Manager
 
 disable_created_metrics()  # no *_created series: every counter starts with the manager
 
@@ -204,10 +204,16 @@ class LiveLoop:
         return alloc
 
     def run(self) -> None:
+        """Step every Δt on a fixed cadence; a step that ends past its slot (a stalled or
+        starved manager) drops the slots it missed, and the next step starts at least
+        :data:`MIN_INTERVAL_FRAC` x Δt after it."""
         nxt = time.monotonic()
         while not self._stop.is_set():
             self.step()
-            nxt += self.manager.dt
+            dt = self.manager.dt
+            # catch-up steps back to back would each read a near-empty interval and push
+            # the stalled gap out of the lease's window (Lease) within a second
+            nxt = max(nxt + dt, time.monotonic() + MIN_INTERVAL_FRAC * dt)
             self._stop.wait(max(0.0, nxt - time.monotonic()))
 
     def start(self) -> LiveLoop:
