@@ -261,8 +261,16 @@ PATHS = _paths(tiny_spec())
     ("--tuple-scale", ["bench", "paper-000", "--tuple-scale", "10"]),
     ("--tuple-scale", ["bench", "paper-000", "--backend", "storm", "--tuple-scale", "0.5"]),
     ("--tuple-scale", ["run", "paper-001", "--backend", "storm", "--tuple-scale", "nan"]),
+    ("--alignment-ms", ["bench", "paper-000", "--alignment-ms", "100"]),
+    ("--alignment-ms", ["bench", "paper-000", "--backend", "storm", "--alignment-ms", "100"]),
+    ("--alignment-ms", ["run", "paper-001", "--backend", "flink", "--alignment-ms", "-5"]),
+    ("--alignment-ms", ["bench", "paper-001", "--backend", "flink", "--alignment-ms", "inf"]),
+    ("--source", ["bench", "paper-001", "--backend", "flink", "--source", "spout"]),
+    ("--guarantee", ["bench", "paper-000", "--backend", "flink", "--guarantee",
+                     "at-least-once"]),
+    ("--backend", ["bench", "paper-002", "--backend", "flink"]),
 ])
-def test_storm_options_checked_before_work(tmp_path, option, args):
+def test_engine_options_checked_before_work(tmp_path, option, args):
     out = tmp_path / "out"
     res = runner.invoke(app, [*args, "--out", str(out)])
     assert res.exit_code == 2, res.output

@@ -54,6 +54,7 @@ from streamband.loop.reports import LATENCY_BUCKETS, app_totals, latency_percent
 from streamband.storm.workloads import WORKLOADS
 
 if TYPE_CHECKING:
+    from streamband.model.app import App
     from streamband.model.spec import ExperimentSpec
 
 #: spec application -> the Flink job of ``flink/`` that runs it
@@ -105,6 +106,8 @@ class FlinkRunner:
             raise SpecError(f"--source: the Flink jobs read Kafka topics, got {source!r}")
         self.out, self.seconds, self.warmup_s, self.dt = Path(out), seconds, warmup_s, dt
         self.guard, self.alignment_ms, self.control = guard, alignment_ms, control
+        # no checkpoints: what a failed TaskManager held is lost, as Storm with acking off
+        self.source, self.guarantee = source, "at-most-once"
         self.tb: Any = None
         self.broker: Broker | None = None
         self.cluster: FlinkCluster | None = None
@@ -162,6 +165,10 @@ class FlinkRunner:
                                 self.out)
         self.broker = master_broker(self.tb)
         self.key = key
+
+    def scale(self, app: App) -> float:
+        """The jobs run the spec's tuples as they are (Storm's runner may scale them)."""
+        return 1.0
 
     def groups(self, spec: ExperimentSpec, case: Case) -> dict[str, list[str]]:
         """Component -> the testbed host of each of its subtasks (the case's placement)."""

@@ -66,7 +66,8 @@ def _main(version: bool = typer.Option(False, "--version", callback=_show_versio
 
 
 BACKEND_HELP = ("where it runs: sim (the fluid simulator), testbed (Mininet + OVS and the traffic "
-                "harness, root), storm (Apache Storm on the testbed, root)")
+                "harness, root), storm (Apache Storm on the testbed, root), flink (Apache "
+                "Flink on the testbed, fed by Kafka, root)")
 
 
 PENDING_HELP = ("storm: Storm's topology.max.spout.pending, tuples a spout task may have in "
@@ -81,16 +82,21 @@ SCALE_HELP = ("storm: run the spec at 1/S of its tuples, each S times the bytes 
 SOURCE_HELP = ("storm: the topologies' sources: spout (their own paced spouts, the "
                "default) or kafka (Kafka topics on the testbed's master host, filled at the "
                "spec's rates by a paced producer and read by one Kafka spout per topic: "
-               "independent sources, open loop; a star network)")
+               "independent sources, open loop; a star network). flink: always kafka")
 
 
 GUARANTEE_HELP = ("storm, --source kafka: at-most-once (acking off, the default) or "
                   "at-least-once (every tuple acked, failed ones replayed from Kafka)")
 
 
-GUARD_HELP = ("testbed, storm: do no harm - keep TCP's split unless an allocation moves "
+ALIGNMENT_HELP = ("flink: Flink's watermark alignment (FLIP-217), its own answer to a "
+                  "lagging input: a source whose watermark runs this many ms ahead of the "
+                  "slowest pauses (default: 0, off)")
+
+
+GUARD_HELP = ("testbed, storm, flink: do no harm - keep TCP's split unless an allocation moves "
               "at least 12 % of a bottleneck's capacity (default: on for testbed, off for "
-              "storm, whose TCP split already follows the join)")
+              "storm and flink, whose TCP split already follows the join)")
 
 
 @app.command()
@@ -107,6 +113,7 @@ def run(
     tuple_scale: float = typer.Option(None, help=SCALE_HELP),
     source: str = typer.Option(None, help=SOURCE_HELP),
     guarantee: str = typer.Option(None, help=GUARANTEE_HELP),
+    alignment_ms: float = typer.Option(None, help=ALIGNMENT_HELP),
 ) -> None:
     """Run an experiment spec: a table per app, results.json and report.html."""
     from streamband.backends import backend as get_backend
@@ -116,7 +123,8 @@ def run(
 
     out = out_dir(out_)  # typed str: an empty --out is refused, not read as '.'
     opts = _options(backend, seconds, repeat, max_pending=max_pending, guard=guard,
-                    tuple_scale=tuple_scale, source=source, guarantee=guarantee)
+                    tuple_scale=tuple_scale, source=source, guarantee=guarantee,
+                    alignment_ms=alignment_ms)
     parsed = with_options(load_spec(spec), opts)
     mod = get_backend(backend)
     runner = (mod.Runner() if backend == "sim"
@@ -130,7 +138,8 @@ def run(
 
 def _options(backend: str, seconds: float | None, repeat: int, max_pending: int | None = None,
              tuple_scale: float | None = None, source: str | None = None,
-             guarantee: str | None = None, **more: object):  # noqa: ANN202
+             guarantee: str | None = None, alignment_ms: float | None = None,
+             **more: object):  # noqa: ANN202
     from streamband.backends import BACKENDS
     from streamband.experiments.base import Options
 
@@ -155,16 +164,22 @@ def _options(backend: str, seconds: float | None, repeat: int, max_pending: int 
                                  ("--guarantee", guarantee, ("at-most-once", "at-least-once"))):
         if value is None:
             continue
-        if backend != "storm":
+        if backend == "flink" and name == "--source":
+            allowed = ("kafka",)  # the Flink jobs read Kafka topics only
+        elif backend != "storm":
             raise OptionError(f"{name}: applies to --backend storm only, got {backend}")
         if value not in allowed:
             raise OptionError(f"{name}: expected one of {', '.join(allowed)}, got {value!r}"
                               f"{nearest(value, allowed)}")
     if guarantee is not None and source != "kafka":
         raise OptionError("--guarantee: applies to --source kafka only")
+    if alignment_ms is not None:
+        if backend != "flink":
+            raise OptionError(f"--alignment-ms: applies to --backend flink only, got {backend}")
+        number(alignment_ms, "--alignment-ms", 0.0, 3_600_000.0, unit="ms")
     return Options(backend=backend, seconds=seconds, repeat=repeat,  # type: ignore[arg-type]
                    max_pending=max_pending, tuple_scale=tuple_scale, source=source,
-                   guarantee=guarantee, **more)
+                   guarantee=guarantee, alignment_ms=alignment_ms, **more)
 
 
 @app.command()
@@ -187,6 +202,7 @@ def bench(
     tuple_scale: float = typer.Option(None, help=SCALE_HELP),
     source: str = typer.Option(None, help=SOURCE_HELP),
     guarantee: str = typer.Option(None, help=GUARANTEE_HELP),
+    alignment_ms: float = typer.Option(None, help=ALIGNMENT_HELP),
     spec: Path = typer.Option(None, help="paper-002: a Swift experiment spec (YAML) in "
                               "place of the shipped one (other experiments: streamband "
                               "run SPEC)"),
@@ -217,7 +233,7 @@ def bench(
         given["spec"] = load(spec)
     opts = _options(backend, seconds, repeat, full_trace=full_trace, policy=policy,
                     guard=guard, max_pending=max_pending, tuple_scale=tuple_scale,
-                    source=source, guarantee=guarantee)
+                    source=source, guarantee=guarantee, alignment_ms=alignment_ms)
     target = out_dir(out if out is not None
                      else Path("out") / (name + ("" if backend == "sim" else f"-{backend}")))
     outcome = mod.run(target, opts, _console(), **given)

@@ -82,7 +82,9 @@ class Options:
     tuples, each ``S`` times the bytes (``None``: the bench's default); ``source``
     (storm): the topologies' sources, their own paced spouts (``spout``) or Kafka topics
     a paced producer fills (``kafka``; ``None``: spouts); ``guarantee`` (storm, kafka):
-    ``at-most-once`` (acking off) or ``at-least-once``.
+    ``at-most-once`` (acking off) or ``at-least-once``; ``alignment_ms`` (flink): Flink's
+    watermark alignment (FLIP-217), a source this far ahead of the slowest pauses (0 or
+    ``None``: off).
     """
 
     backend: str = "sim"
@@ -95,12 +97,13 @@ class Options:
     tuple_scale: float | None = None
     source: str | None = None
     guarantee: str | None = None
+    alignment_ms: float | None = None
 
     def engine(self) -> dict[str, Any]:
         """A real backend's runner settings given here (the others: its defaults)."""
         given = {"guard": self.guard, "max_pending": self.max_pending,
                  "tuple_scale": self.tuple_scale, "source": self.source,
-                 "guarantee": self.guarantee}
+                 "guarantee": self.guarantee, "alignment_ms": self.alignment_ms}
         return {k: v for k, v in given.items() if v is not None}
 
     def under_test(self, table: dict[str, str]) -> str:
