@@ -73,3 +73,24 @@ def test_bad_specs_exit_2_with_one_line_and_write_nothing(tmp_path, change, word
 def test_missing_spec_file(tmp_path):
     res = runner.invoke(app, ["run", str(tmp_path / "nope.yaml"), "--out", str(tmp_path / "o")])
     assert res.exit_code == 2 and "no such file" in res.output
+
+
+def test_the_journal_keeps_every_row_as_its_run_ends(tmp_path):
+    # a long real run (bench paper-000 on Storm: ~110 min) stopped part-way keeps its rows
+    from rich.console import Console
+
+    from streamband.backends import backend
+    from streamband.experiments.runner import execute
+    from streamband.model.spec import parse_spec
+
+    journal = tmp_path / "out" / "rows.jsonl"
+    journal.parent.mkdir()
+    journal.write_text('{"stale": true}\n')
+    spec = parse_spec(small_spec())
+    done = execute([spec], backend("sim").Runner(), Console(quiet=True), repeat=2,
+                   journal=journal)
+    rows = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert len(rows) == 4  # 2 policies x 2 repetitions, the stale line gone
+    assert [(r["policy"], r["repeat"]) for r in rows] == [
+        (r["policy"], r["repeat"]) for r in done[0].rows]
+    assert rows[0]["throughput_tps"] == pytest.approx(done[0].rows[0]["throughput_tps"])

@@ -130,7 +130,8 @@ def run(
     runner = (mod.Runner() if backend == "sim"
               else mod.Runner(out, seconds=opts.seconds or 60.0, **opts.engine()))
     console = _console()
-    done = execute([parsed], runner, console, repeat=opts.repeat)
+    done = execute([parsed], runner, console, repeat=opts.repeat,
+                   journal=None if backend == "sim" else out / "rows.jsonl")
     path = write_outputs(out, f"streamband run: {parsed.experiment} ({backend})", done,
                          console).write()
     console.print(f"results: {out / 'results.json'}\nreport:  {path}")

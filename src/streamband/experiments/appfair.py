@@ -373,7 +373,8 @@ def run(out: Path, opts: Options, console: Console) -> Outcome:
     dt = sim_specs[0].sim.interval_s
     out.mkdir(parents=True, exist_ok=True)  # the testbed's logs go there
     runner = backend("testbed").Runner(out, seconds=seconds, dt=dt, **opts.engine())
-    done = execute(specs(Options(policy=opts.policy)), runner, console, repeat=opts.repeat)
+    done = execute(specs(Options(policy=opts.policy)), runner, console, repeat=opts.repeat,
+                   journal=out / "rows.jsonl")
     _annotate(done)
     rows = [r for d in done for r in d.rows]
     cmp = compare(rows, policy)
@@ -422,7 +423,8 @@ def run_storm(out: Path, opts: Options, console: Console, intro: list[str]) -> O
     out.mkdir(parents=True, exist_ok=True)  # the testbed's and the cluster's logs go there
     runner = backend("storm").Runner(out, seconds=seconds, warmup_s=STORM_WARMUP_S,
                                      **{"source": "kafka", **opts.engine()})
-    done = by_label(execute([spec], runner, console, repeat=opts.repeat), opts)
+    done = by_label(execute([spec], runner, console, repeat=opts.repeat,
+                            journal=out / "rows.jsonl"), opts)
     rows = [r for d in done for r in d.rows]
     cmp, sim_cmp = compare(rows, policy, pair=True), compare(sim_rows, policy)
     _side_by_side(cmp, sim_cmp)

@@ -363,7 +363,8 @@ def run(out: Path, opts: Options, console: Console) -> Outcome:
     elif opts.backend == "flink":
         engine = {"warmup_s": STORM_KAFKA_WARMUP_S, **engine}
     runner = backend(opts.backend).Runner(out, seconds=seconds, **engine)
-    done = execute(real_specs, runner, console, repeat=opts.repeat)
+    done = execute(real_specs, runner, console, repeat=opts.repeat,
+                   journal=out / "rows.jsonl")
     short = {d.spec.app.name: tag for d, tag in zip(done, SPECS, strict=True)}
     cmp = compare_backends([r for d in done for r in d.rows],
                            [r for d in sim for r in d.rows], short, policy, opts.backend)

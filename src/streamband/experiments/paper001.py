@@ -230,7 +230,8 @@ def run(out: Path, opts: Options, console: Console) -> Outcome:
         p for p in real.policies if p in (*REAL_POLICIES, policy)]})
     sim = execute(sim_specs, backend("sim").Runner(), console)
     runner = backend(opts.backend).Runner(out, seconds=seconds, **opts.engine())
-    done = execute([real], runner, console, repeat=opts.repeat)
+    done = execute([real], runner, console, repeat=opts.repeat,
+                   journal=out / "rows.jsonl")
     cmp = compare_backends(done[0].rows, sim[0].rows, policy, opts.backend)
     what = {"testbed": "the fork-join harness in two Mininet hosts over real TCP through OVS "
                        "(userspace datapath)",

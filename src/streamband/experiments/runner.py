@@ -5,6 +5,7 @@ simulator benches)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,13 +84,18 @@ class Done:
 
 
 def execute(specs: list[ExperimentSpec], runner: Runner, console: Console,
-            repeat: int = 1) -> list[Done]:
+            repeat: int = 1, journal: Path | None = None) -> list[Done]:
     """Plan every spec, check every case on the runner, then run them all
-    (``repeat`` times each on a noisy backend; every repetition is a row)."""
+    (``repeat`` times each on a noisy backend; every repetition is a row). With
+    ``journal``, each row is also appended there (JSON lines) as its run ends, so a long
+    real run stopped part-way keeps what it measured."""
     planned = [Done(spec, plan(spec)) for spec in specs]
     for d in planned:
         for case in d.cases:
             runner.check(d.spec, case)  # type: ignore[attr-defined]
+    if journal is not None:
+        journal.parent.mkdir(parents=True, exist_ok=True)
+        journal.write_text("")  # this run's rows only
     total = repeat * sum(len(d.cases) * len(d.spec.policies) for d in planned)
     with Progress(
         TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
@@ -117,6 +123,9 @@ def execute(specs: list[ExperimentSpec], runner: Runner, console: Console,
                         bar.update(task, completed=1.0, visible=False)
                         bar.advance(overall)
                         d.records.append(rec)
+                        if journal is not None:
+                            with journal.open("a") as f:
+                                f.write(json.dumps(rec.row, default=float) + "\n")
     return planned
 
 
