@@ -5,7 +5,7 @@
 #![cfg_attr(not(feature = "counts"), allow(dead_code))]
 
 /// What is counted, in `counts()` order.
-pub const NAMES: [&str; 21] = [
+pub const NAMES: [&str; 22] = [
     "events",
     "owner moves (level changes)",
     "flow moves between levels",
@@ -27,6 +27,7 @@ pub const NAMES: [&str; 21] = [
     "classes (sum over events)",
     "starvation raises",
     "flows completed",
+    "fill visits at links with nothing left (rate 0)",
 ];
 
 pub const EVENTS: usize = 0;
@@ -50,16 +51,17 @@ pub const BUNDLES_SUM: usize = 17;
 pub const CLASSES_SUM: usize = 18;
 pub const RAISES: usize = 19;
 pub const FLOWS_DONE: usize = 20;
+pub const ZERO_VISITS: usize = 21;
 
 #[cfg(feature = "counts")]
-pub static C: [std::sync::atomic::AtomicU64; 21] = [const { std::sync::atomic::AtomicU64::new(0) }; 21];
+pub static C: [std::sync::atomic::AtomicU64; 22] = [const { std::sync::atomic::AtomicU64::new(0) }; 22];
 
 /// The counters at the first and the last event of the window
 /// `STREAMBAND_COUNTS_WINDOW=a,b` (events a..b of a run, which stops at b so that a long
 /// run's window is read without running the rest).
 #[cfg(feature = "counts")]
-static W: [[std::sync::atomic::AtomicU64; 21]; 2] =
-    [const { [const { std::sync::atomic::AtomicU64::new(0) }; 21] }; 2];
+static W: [[std::sync::atomic::AtomicU64; 22]; 2] =
+    [const { [const { std::sync::atomic::AtomicU64::new(0) }; 22] }; 2];
 
 #[cfg(feature = "counts")]
 fn window() -> Option<(u64, u64)> {

@@ -143,6 +143,7 @@ impl Sim {
                     if self.gh[g].ep == ep {
                         continue;
                     }
+                    count!(n::ZERO_VISITS, 1);
                     let c = self.gh[g].w;
                     let p = self.gh[g].path as usize;
                     let mut at = NONE;

@@ -73,6 +73,16 @@ pub struct Params {
     pub heavy_bytes: f64,
 }
 
+/// An owner's pending rate change at this event, its flows with a rate, and whether
+/// it is listed for `flush_owners`.
+#[derive(Clone, Copy, Default)]
+#[repr(C)]
+pub struct OAcc {
+    pub pend: f64,
+    pub npos: u32,
+    pub dirty: bool,
+}
+
 /// Flows, units, coflows and release groups, all indices dense.
 pub struct Input {
     pub cap: Vec<f64>,    // bytes/s per link

@@ -68,7 +68,7 @@ impl Sim {
         for i in 0..self.act_o.len() {
             let c = self.act_o[i] as usize;
             let r = self.o_rate[c];
-            if self.o_npos[c] == 0 || !(r > 0.0) {
+            if self.o_acc[c].npos == 0 || !(r > 0.0) {
                 continue;
             }
             let Some(x) = thr(self, c) else { continue };
@@ -321,7 +321,7 @@ impl Sim {
         let mut keep = Vec::with_capacity(self.starving.len());
         for &u in &self.starving {
             let uu = u as usize;
-            if !self.o_flows[uu].is_empty() && self.o_npos[uu] == 0 {
+            if !self.o_flows[uu].is_empty() && self.o_acc[uu].npos == 0 {
                 keep.push(u);
             } else {
                 self.starve_since[uu] = f64::NAN;
@@ -330,7 +330,7 @@ impl Sim {
         self.starving = keep;
         for &o in &self.act_o {
             let u = o as usize;
-            if self.o_npos[u] == 0 && self.starve_since[u].is_nan() {
+            if self.o_acc[u].npos == 0 && self.starve_since[u].is_nan() {
                 self.starve_since[u] = t;
                 self.starving.push(o);
             }
@@ -343,7 +343,7 @@ impl Sim {
             self.p_contact.clear();
             for i in 0..self.act_o.len() {
                 let u = self.act_o[i] as usize;
-                if self.o_npos[u] == 0 {
+                if self.o_acc[u].npos == 0 {
                     continue;
                 }
                 if self.u_fast[u] {
@@ -372,7 +372,7 @@ impl Sim {
                 for &o in &self.act_o {
                     let u = o as usize;
                     let r = self.o_rate[u];
-                    if self.o_npos[u] == 0 || !(r > 0.0) || self.q[u] >= self.k - 1 {
+                    if self.o_acc[u].npos == 0 || !(r > 0.0) || self.q[u] >= self.k - 1 {
                         continue;
                     }
                     let y = self.seen(u, t);
