@@ -172,6 +172,8 @@ def _options(backend: str, seconds: float | None, repeat: int, max_pending: int 
         if value not in allowed:
             raise OptionError(f"{name}: expected one of {', '.join(allowed)}, got {value!r}"
                               f"{nearest(value, allowed)}")
+    if backend == "flink":
+        source = "kafka"  # the Flink jobs read Kafka topics only: the benches read it here
     if guarantee is not None and source != "kafka":
         raise OptionError("--guarantee: applies to --source kafka only")
     if alignment_ms is not None:

@@ -106,6 +106,11 @@ class Options:
                  "guarantee": self.guarantee, "alignment_ms": self.alignment_ms}
         return {k: v for k, v in given.items() if v is not None}
 
+    def alignment_note(self) -> str:
+        """``, watermark alignment (FLIP-217) at N ms`` when Flink's is on, else ''."""
+        return (f", watermark alignment (FLIP-217) at {self.alignment_ms:g} ms"
+                if self.alignment_ms else "")
+
     def under_test(self, table: dict[str, str]) -> str:
         """The managed policy this run tests: ``policy`` if given, else the experiment's
         choice for the backend (its ``UNDER_TEST`` table, which says why)."""

@@ -338,7 +338,7 @@ def paired_gains(rows: Sequence[dict], policy: str) -> list[float]:
 
 def run(out: Path, opts: Options, console: Console) -> Outcome:
     """Run TT and TI on ``opts.backend``; print and write the comparison with 000."""
-    kafka = opts.source == "kafka" or opts.backend == "flink"
+    kafka = opts.source == "kafka"
     policy = opts.under_test(UNDER_TEST_KAFKA if kafka else UNDER_TEST)
     intro = [__doc__.split("\n\n", 1)[1].replace("\n", " ").strip()]
     if opts.backend == "sim":
@@ -368,14 +368,12 @@ def run(out: Path, opts: Options, console: Console) -> Outcome:
     short = {d.spec.app.name: tag for d, tag in zip(done, SPECS, strict=True)}
     cmp = compare_backends([r for d in done for r in d.rows],
                            [r for d in sim for r in d.rows], short, policy, opts.backend)
-    align = getattr(runner, "alignment_ms", 0.0)
     feed = (f"Kafka-fed: each source a topic on the master host, filled at the spec's "
             f"rates by a paced producer and read by its own Kafka "
             f"{'source' if opts.backend == 'flink' else 'spout'} ({runner.guarantee}"
             f"); every window a fresh topology on fresh topics, {runner.warmup_s:g} s of "
             "warm-up under its policy before it is measured, so that no window inherits "
-            "another's queues" + (f"; Flink's watermark alignment (FLIP-217) on, sources "
-                                  f"pause {align:g} ms ahead of the slowest" if align else "")
+            "another's queues" + opts.alignment_note()
             if runner.source == "kafka" else
             f"acking on, topology.max.spout.pending {runner.max_pending or 'unbounded'}")
     intro.append(f"Each {opts.backend} run lasts {seconds:g} s ({opts.repeat} repetition(s), "

@@ -243,9 +243,7 @@ def run(out: Path, opts: Options, console: Console) -> Outcome:
                      "group in a TaskManager of its host, A reading a Kafka topic on the "
                      "master host that a paced producer fills at the spec's rate; Flink's "
                      "credit-based flow control between the TaskManagers"
-                     + (f", watermark alignment (FLIP-217) at "
-                        f"{getattr(runner, 'alignment_ms', 0):g} ms"
-                        if getattr(runner, "alignment_ms", 0) else "")}[opts.backend]
+                     + opts.alignment_note()}[opts.backend]
     intro = [f"Each {opts.backend} run lasts {seconds:g} s ({opts.repeat} repetition(s), "
              f"median and spread; the policies' order alternates across repetitions): {what}; "
              "meters pushed by the manager loop every Δt = 1 s"
