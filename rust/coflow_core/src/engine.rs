@@ -158,6 +158,10 @@ pub struct Memo {
     pub iw: Vec<f64>,
     pub setup_ok: bool,
     pub setup_ep: u32,
+    /// strict levels, per slot: the flows of the groups fixed at rate 0 crossing it
+    /// (valid with `zok`, kept while no link with nothing left changes)
+    pub zsub: Vec<f64>,
+    pub zok: bool,
 }
 
 impl Memo {
@@ -165,11 +169,13 @@ impl Memo {
         self.inp.push(f64::NAN);
         self.out.push(0.0);
         self.need.push(f64::NAN);
+        self.zsub.push(0.0);
     }
     fn swap_remove(&mut self, slot: usize) {
         self.inp.swap_remove(slot);
         self.out.swap_remove(slot);
         self.need.swap_remove(slot);
+        self.zsub.swap_remove(slot);
     }
 }
 
@@ -360,6 +366,8 @@ pub struct Sim {
     /// per link: the fill (epoch) whose input differs from the level's last fill on it
     /// (groups changed or capacity left changed); the heap of such links by share
     pub dmark: Vec<u32>,
+    /// per link: the fill (epoch) at which it had nothing left, its rate-0 groups kept
+    pub zmark: Vec<u32>,
     pub dheap: BinaryHeap<Reverse<Key>>,
     /// aalo / baraat: per coflow, the planned time its bytes reach its next threshold
     /// (inf if none), the coflows with one planned, and Baraat's heavy marks
@@ -511,6 +519,7 @@ impl Sim {
             lheap: BinaryHeap::new(),
             bott: Vec::new(),
             dmark: vec![0; nl],
+            zmark: vec![0; nl],
             dheap: BinaryHeap::new(),
             x_at: vec![f64::INFINITY; n_owner],
             x_list: Vec::new(),
@@ -1001,6 +1010,7 @@ impl Sim {
                 lv.key = key;
                 lv.dirty = true;
                 lv.rlog.ok = false;
+                lv.memo[0].zok = false;
                 if self.pol != Policy::FsStatic {
                     for &lk in &lv.chg {
                         lv.lchg[lk as usize] = false;
@@ -1107,8 +1117,12 @@ impl Sim {
                 self.g_adjpos[g2 * w + j2] = pos as u32;
             }
             if list.is_empty() {
-                // no group of this level crosses the link any more (the slots move)
+                // no group of this level crosses the link any more (the slots move); if
+                // it had nothing left, its rate-0 groups went with it
                 let k = lvl.lcls[slot];
+                if !(lvl.memo[0].inp[slot] > 0.0) {
+                    lvl.memo[0].zok = false;
+                }
                 let last = lvl.links.len() - 1;
                 lvl.links.swap_remove(slot);
                 lvl.lgroups.swap_remove(slot);

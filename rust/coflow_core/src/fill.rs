@@ -107,6 +107,11 @@ impl Sim {
         if classes && !resume {
             count!(n::FILL_VISITS, self.lv[l].groups.len());
         }
+        // and the groups fixed at rate 0 are those of the last fill when no link with
+        // nothing left changed: they keep their classes, and their weights are taken
+        // off their links at once (`zsub`)
+        let zkept = resume && self.lv[l].memo[0].zok && self.lv[l].links.iter()
+            .all(|&lk| self.resid[lk as usize] > 0.0 || self.dmark[lk as usize] != ep);
         // aalo: the same groups with nothing left on the same links make the same items
         // (less the groups that went, skipped, and with the weights kept by `resize`)
         let same = !classes && self.lv[l].memo[x].setup_ok && {
@@ -117,8 +122,18 @@ impl Sim {
         for slot in 0..nslot {
             let lk = self.lv[l].links[slot] as usize;
             self.work[lk] = self.resid[lk];
-            self.wsum[lk] = if classes { self.lv[l].lw[slot] } else { 0.0 };
+            self.wsum[lk] = if zkept {
+                self.lv[l].lw[slot] - self.lv[l].memo[0].zsub[slot]
+            } else if classes {
+                self.lv[l].lw[slot]
+            } else {
+                0.0
+            };
             self.lv[l].memo[x].inp[slot] = self.resid[lk];
+            if zkept && !(self.resid[lk] > 0.0) {
+                self.bmark[lk] = ep;
+                self.zmark[lk] = ep;
+            }
         }
         let mut fixed = std::mem::take(&mut self.lv[l].memo[x].fixed);
         fixed.clear();
@@ -127,7 +142,9 @@ impl Sim {
         let lgroups = std::mem::take(&mut self.lv[l].lgroups);
         // aalo: the per-link lists of the fill's items (`aalo_items`)
         let mut items = std::mem::take(&mut self.lv[l].memo[x].items);
-        if classes {
+        if zkept {
+            // the rate-0 groups keep their classes (their weights are off `wsum` already)
+        } else if classes {
             // groups crossing a link with nothing left: rate 0, in the class of that link
             // (the one they were in if it is still such a link, else the last on their
             // path: a receiver's flows stay in one class, and so in one bundle)
@@ -170,6 +187,12 @@ impl Sim {
                     self.assign(g, k);
                 }
             }
+            let lvl = &mut self.lv[l];
+            for slot in 0..nslot {
+                let lk = lvl.links[slot] as usize;
+                lvl.memo[0].zsub[slot] = lvl.lw[slot] - self.wsum[lk];
+            }
+            lvl.memo[0].zok = true;
         } else if same {
             let lvl = &self.lv[l];
             for (slot, &lk) in lvl.links.iter().enumerate() {
@@ -234,6 +257,14 @@ impl Sim {
                     let g = g as usize;
                     if self.gh[g].ep == ep {
                         continue;
+                    }
+                    if zkept {
+                        let kg = self.gh[g].cls;
+                        if kg != NONE && self.zmark[self.cl_link[kg as usize] as usize] == ep
+                            && self.cl_lvl[kg as usize] as usize == l
+                        {
+                            continue; // kept at rate 0
+                        }
                     }
                     if !classes && (self.gh[g].lvl as usize != l || self.gh[g].lpos == NONE) {
                         continue; // a kept set-up's item that went
