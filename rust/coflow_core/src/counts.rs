@@ -5,7 +5,7 @@
 #![cfg_attr(not(feature = "counts"), allow(dead_code))]
 
 /// What is counted, in `counts()` order.
-pub const NAMES: [&str; 22] = [
+pub const NAMES: [&str; 23] = [
     "events",
     "owner moves (level changes)",
     "flow moves between levels",
@@ -28,6 +28,7 @@ pub const NAMES: [&str; 22] = [
     "starvation raises",
     "flows completed",
     "fill visits at links with nothing left (rate 0)",
+    "fill visits replayed (groups of a kept round)",
 ];
 
 pub const EVENTS: usize = 0;
@@ -52,16 +53,17 @@ pub const CLASSES_SUM: usize = 18;
 pub const RAISES: usize = 19;
 pub const FLOWS_DONE: usize = 20;
 pub const ZERO_VISITS: usize = 21;
+pub const FILL_REPLAYED: usize = 22;
 
 #[cfg(feature = "counts")]
-pub static C: [std::sync::atomic::AtomicU64; 22] = [const { std::sync::atomic::AtomicU64::new(0) }; 22];
+pub static C: [std::sync::atomic::AtomicU64; 23] = [const { std::sync::atomic::AtomicU64::new(0) }; 23];
 
 /// The counters at the first and the last event of the window
 /// `STREAMBAND_COUNTS_WINDOW=a,b` (events a..b of a run, which stops at b so that a long
 /// run's window is read without running the rest).
 #[cfg(feature = "counts")]
-static W: [[std::sync::atomic::AtomicU64; 22]; 2] =
-    [const { [const { std::sync::atomic::AtomicU64::new(0) }; 22] }; 2];
+static W: [[std::sync::atomic::AtomicU64; 23]; 2] =
+    [const { [const { std::sync::atomic::AtomicU64::new(0) }; 23] }; 2];
 
 #[cfg(feature = "counts")]
 fn window() -> Option<(u64, u64)> {

@@ -25,7 +25,11 @@
 //! - a level is filled again only when its groups changed or the capacity the levels
 //!   above left it changed on one of its links (bit for bit); a level is a slot holding
 //!   its groups, so it can change key as a whole (`relabel`, for stream's starvation
-//!   raises that move most of a level at one event, `rules.rs`).
+//!   raises that move most of a level at one event, `rules.rs`);
+//! - when a strict level is filled again, the rounds of its last fill that no change
+//!   reaches are replayed as they were (their groups keep their classes) and the
+//!   progressive filling goes on from the first round a change reaches (`fill.rs`
+//!   `replay_rounds`).
 
 use std::collections::BinaryHeap;
 use std::cmp::Reverse;
@@ -103,8 +107,8 @@ pub struct Level {
     pub links: Vec<u32>,
     pub lgroups: Vec<Vec<u32>>,
     pub lw: Vec<f64>,
-    /// fs-static: the links whose flows changed since the level's last fill, each once
-    /// (`lchg`, by link)
+    /// the links whose flows changed since the level's last fill, each once (`lchg`, by
+    /// link; every policy but aalo)
     pub chg: Vec<u32>,
     pub lchg: Vec<bool>,
     /// per slot: the class of the groups fixed at that link (NONE: none yet)
@@ -119,6 +123,20 @@ pub struct Level {
     /// class with a rate (the only ones whose class a fill can change, besides these)
     pub fresh: Vec<u32>,
     pub served: Vec<u32>,
+    /// strict levels: the rounds of the last fill, replayed by the next one as far as
+    /// they still hold (`fill.rs` `replay_rounds`)
+    pub rlog: RoundLog,
+}
+
+/// A strict level's last progressive filling, round by round: per round its share m
+/// and the end of its bottleneck links in `links`; per bottleneck link the end of the
+/// groups fixed at it in `groups` (in the order they were fixed).
+#[derive(Default)]
+pub struct RoundLog {
+    pub ok: bool,
+    pub rounds: Vec<(f64, u32)>,
+    pub links: Vec<(u32, u32)>,
+    pub groups: Vec<u32>,
 }
 
 /// A level's last fill in one pass, per slot: the capacity it had (`inp`, NaN: never
@@ -140,6 +158,10 @@ pub struct Memo {
     pub iw: Vec<f64>,
     pub setup_ok: bool,
     pub setup_ep: u32,
+    /// strict levels, per slot: the flows of the groups fixed at rate 0 crossing it
+    /// (valid with `zok`, kept while no link with nothing left changes)
+    pub zsub: Vec<f64>,
+    pub zok: bool,
 }
 
 impl Memo {
@@ -147,11 +169,13 @@ impl Memo {
         self.inp.push(f64::NAN);
         self.out.push(0.0);
         self.need.push(f64::NAN);
+        self.zsub.push(0.0);
     }
     fn swap_remove(&mut self, slot: usize) {
         self.inp.swap_remove(slot);
         self.out.swap_remove(slot);
         self.need.swap_remove(slot);
+        self.zsub.swap_remove(slot);
     }
 }
 
@@ -161,7 +185,7 @@ impl Level {
                 links: Vec::new(), lgroups: Vec::new(), lw: Vec::new(), lcls: Vec::new(),
                 chg: Vec::new(), lchg: vec![false; n_links],
                 memo: Default::default(), pair: IdMap::default(), zcls: NONE,
-                fresh: Vec::new(), served: Vec::new() }
+                fresh: Vec::new(), served: Vec::new(), rlog: RoundLog::default() }
     }
 }
 
@@ -339,6 +363,12 @@ pub struct Sim {
     pub used: Vec<f64>,
     pub lheap: BinaryHeap<Reverse<Key>>,
     pub bott: Vec<u32>,
+    /// per link: the fill (epoch) whose input differs from the level's last fill on it
+    /// (groups changed or capacity left changed); the heap of such links by share
+    pub dmark: Vec<u32>,
+    /// per link: the fill (epoch) at which it had nothing left, its rate-0 groups kept
+    pub zmark: Vec<u32>,
+    pub dheap: BinaryHeap<Reverse<Key>>,
     /// aalo / baraat: per coflow, the planned time its bytes reach its next threshold
     /// (inf if none), the coflows with one planned, and Baraat's heavy marks
     pub x_at: Vec<f64>,
@@ -488,6 +518,9 @@ impl Sim {
             used: vec![0.0; nl],
             lheap: BinaryHeap::new(),
             bott: Vec::new(),
+            dmark: vec![0; nl],
+            zmark: vec![0; nl],
+            dheap: BinaryHeap::new(),
             x_at: vec![f64::INFINITY; n_owner],
             x_list: Vec::new(),
             x_mark: vec![false; n_owner],
@@ -976,6 +1009,14 @@ impl Sim {
                 let lv = &mut self.lv[l as usize];
                 lv.key = key;
                 lv.dirty = true;
+                lv.rlog.ok = false;
+                lv.memo[0].zok = false;
+                if self.pol != Policy::FsStatic {
+                    for &lk in &lv.chg {
+                        lv.lchg[lk as usize] = false;
+                    }
+                    lv.chg.clear();
+                }
                 l as usize
             }
             None => {
@@ -1076,8 +1117,12 @@ impl Sim {
                 self.g_adjpos[g2 * w + j2] = pos as u32;
             }
             if list.is_empty() {
-                // no group of this level crosses the link any more (the slots move)
+                // no group of this level crosses the link any more (the slots move); if
+                // it had nothing left, its rate-0 groups went with it
                 let k = lvl.lcls[slot];
+                if !(lvl.memo[0].inp[slot] > 0.0) {
+                    lvl.memo[0].zok = false;
+                }
                 let last = lvl.links.len() - 1;
                 lvl.links.swap_remove(slot);
                 lvl.lgroups.swap_remove(slot);
@@ -1179,7 +1224,7 @@ impl Sim {
             if lk != NONE {
                 let slot = lvl.lslot[lk as usize] as usize;
                 lvl.lw[slot] += d;
-                if self.pol == Policy::FsStatic && !lvl.lchg[lk as usize] {
+                if self.pol != Policy::Aalo && !lvl.lchg[lk as usize] {
                     lvl.lchg[lk as usize] = true;
                     lvl.chg.push(lk);
                 }

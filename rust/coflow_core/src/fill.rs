@@ -13,7 +13,7 @@ use std::collections::BinaryHeap;
 
 use crate::count;
 use crate::counts as n;
-use crate::engine::Sim;
+use crate::engine::{RoundLog, Sim};
 use crate::model::*;
 use crate::util::{prefetch, AHEAD};
 
@@ -99,12 +99,19 @@ impl Sim {
     fn fill_level(&mut self, l: usize, x: usize, classes: bool) {
         self.epoch = self.epoch.wrapping_add(1);
         count!(n::FILLS, 1);
-        if classes {
-            count!(n::FILL_VISITS, self.lv[l].groups.len());
-        }
         let w = self.width;
         let ep = self.epoch;
         let nslot = self.lv[l].links.len();
+        // strict levels: the last fill's rounds are replayed as far as they still hold
+        let resume = classes && self.mark_changed(l, ep);
+        if classes && !resume {
+            count!(n::FILL_VISITS, self.lv[l].groups.len());
+        }
+        // and the groups fixed at rate 0 are those of the last fill when no link with
+        // nothing left changed: they keep their classes, and their weights are taken
+        // off their links at once (`zsub`)
+        let zkept = resume && self.lv[l].memo[0].zok && self.lv[l].links.iter()
+            .all(|&lk| self.resid[lk as usize] > 0.0 || self.dmark[lk as usize] != ep);
         // aalo: the same groups with nothing left on the same links make the same items
         // (less the groups that went, skipped, and with the weights kept by `resize`)
         let same = !classes && self.lv[l].memo[x].setup_ok && {
@@ -115,16 +122,29 @@ impl Sim {
         for slot in 0..nslot {
             let lk = self.lv[l].links[slot] as usize;
             self.work[lk] = self.resid[lk];
-            self.wsum[lk] = if classes { self.lv[l].lw[slot] } else { 0.0 };
+            self.wsum[lk] = if zkept {
+                self.lv[l].lw[slot] - self.lv[l].memo[0].zsub[slot]
+            } else if classes {
+                self.lv[l].lw[slot]
+            } else {
+                0.0
+            };
             self.lv[l].memo[x].inp[slot] = self.resid[lk];
+            if zkept && !(self.resid[lk] > 0.0) {
+                self.bmark[lk] = ep;
+                self.zmark[lk] = ep;
+            }
         }
         let mut fixed = std::mem::take(&mut self.lv[l].memo[x].fixed);
         fixed.clear();
+        let mut log = std::mem::take(&mut self.lv[l].rlog);
         // the per-link group lists, out of the level while it is filled
         let lgroups = std::mem::take(&mut self.lv[l].lgroups);
         // aalo: the per-link lists of the fill's items (`aalo_items`)
         let mut items = std::mem::take(&mut self.lv[l].memo[x].items);
-        if classes {
+        if zkept {
+            // the rate-0 groups keep their classes (their weights are off `wsum` already)
+        } else if classes {
             // groups crossing a link with nothing left: rate 0, in the class of that link
             // (the one they were in if it is still such a link, else the last on their
             // path: a receiver's flows stay in one class, and so in one bundle)
@@ -167,6 +187,12 @@ impl Sim {
                     self.assign(g, k);
                 }
             }
+            let lvl = &mut self.lv[l];
+            for slot in 0..nslot {
+                let lk = lvl.links[slot] as usize;
+                lvl.memo[0].zsub[slot] = lvl.lw[slot] - self.wsum[lk];
+            }
+            lvl.memo[0].zok = true;
         } else if same {
             let lvl = &self.lv[l];
             for (slot, &lk) in lvl.links.iter().enumerate() {
@@ -184,6 +210,13 @@ impl Sim {
             m.iw.clear();
             m.iw.extend(lvl.links.iter().map(|&lk| self.wsum[lk as usize]));
             m.setup_ok = true;
+        }
+        if resume {
+            self.replay_rounds(l, &mut log, ep);
+        } else {
+            log.rounds.clear();
+            log.links.clear();
+            log.groups.clear();
         }
         self.lheap.clear();
         for &lk in &self.lv[l].links {
@@ -225,6 +258,14 @@ impl Sim {
                     if self.gh[g].ep == ep {
                         continue;
                     }
+                    if zkept {
+                        let kg = self.gh[g].cls;
+                        if kg != NONE && self.zmark[self.cl_link[kg as usize] as usize] == ep
+                            && self.cl_lvl[kg as usize] as usize == l
+                        {
+                            continue; // kept at rate 0
+                        }
+                    }
                     if !classes && (self.gh[g].lvl as usize != l || self.gh[g].lpos == NONE) {
                         continue; // a kept set-up's item that went
                     }
@@ -242,15 +283,34 @@ impl Sim {
                          &mut self.wsum, &mut b);
                     if classes {
                         self.assign(g, k);
+                        log.groups.push(g as u32);
+                        if resume {
+                            count!(n::FILL_VISITS, 1);
+                        }
                     } else {
                         self.gh[g].ep = ep;
                         fixed.push((g as u32, lb as u32, m));
                     }
                 }
                 (self.work[lb], self.wsum[lb]) = b;
+                if classes {
+                    log.links.push((lb as u32, log.groups.len() as u32));
+                }
+            }
+            if classes {
+                log.rounds.push((m, log.links.len() as u32));
             }
         }
         self.bott = bott;
+        if classes {
+            log.ok = true;
+            let lvl = &mut self.lv[l];
+            for &lk in &lvl.chg {
+                lvl.lchg[lk as usize] = false;
+            }
+            lvl.chg.clear();
+        }
+        self.lv[l].rlog = log;
         self.lv[l].lgroups = lgroups;
         self.lv[l].memo[x].items = items;
         let lvl = &mut self.lv[l];
@@ -270,6 +330,102 @@ impl Sim {
                 used + 2.0 * SNAP + 1e-8 * used + 1e-10 * lvl.lw[slot]
             };
         }
+    }
+
+    /// Mark with `ep` (in `dmark`) the links whose input to strict level `l`'s fill
+    /// differs from its last fill's: groups came, went or changed on them, or the
+    /// capacity the levels above left changed. False when the last fill cannot be
+    /// resumed: none kept, or a link went from some capacity left to none or back (the
+    /// groups it fixes at rate 0 change).
+    fn mark_changed(&mut self, l: usize, ep: u32) -> bool {
+        let lvl = &self.lv[l];
+        if !lvl.rlog.ok {
+            return false;
+        }
+        for (slot, &lk) in lvl.links.iter().enumerate() {
+            let (y, v) = (self.resid[lk as usize], lvl.memo[0].inp[slot]);
+            if y.to_bits() != v.to_bits() {
+                if !v.is_nan() && (y > 0.0) != (v > 0.0) {
+                    return false;
+                }
+                self.dmark[lk as usize] = ep;
+            }
+        }
+        for &lk in &lvl.chg {
+            self.dmark[lk as usize] = ep;
+        }
+        true
+    }
+
+    /// Replay the rounds of a strict level's last fill (`log`) while they still hold,
+    /// after the rate-0 groups are fixed: a round holds when none of its bottleneck
+    /// links changed (`dmark` = `ep`) and every changed link with weight keeps a share
+    /// above the round's tie threshold; its links and groups were then the same in
+    /// every earlier round, so the progressive filling would fix the same groups at the
+    /// same share (SimGrid's incremental max-min, per level). The replay applies each
+    /// kept round's takes in their order (so `work` and `wsum` are what the full fill
+    /// would have, bit for bit) and keeps the groups' classes; `log` is cut at the first
+    /// round that does not hold, where the filling goes on.
+    fn replay_rounds(&mut self, l: usize, log: &mut RoundLog, ep: u32) {
+        let w = self.width;
+        let mut dheap = std::mem::take(&mut self.dheap);
+        dheap.clear();
+        for &lk in self.lv[l].links.iter() {
+            let lk = lk as usize;
+            if self.dmark[lk] == ep && self.wsum[lk] > 0.5 {
+                dheap.push(Reverse(Key(self.work[lk] / self.wsum[lk], lk as u32)));
+            }
+        }
+        let (mut li, mut gi, mut r) = (0usize, 0usize, 0usize);
+        'rounds: while r < log.rounds.len() {
+            let (m, lend) = log.rounds[r];
+            let lend = lend as usize;
+            if log.links[li..lend].iter().any(|&(lb, _)| self.dmark[lb as usize] == ep) {
+                break;
+            }
+            let thr = m * (1.0 + 1e-9) + 1e-12;
+            while let Some(&Reverse(Key(k, l2))) = dheap.peek() {
+                if k > thr {
+                    break;
+                }
+                dheap.pop();
+                let l2u = l2 as usize;
+                if self.wsum[l2u] <= 0.5 {
+                    continue;
+                }
+                let a = self.work[l2u] / self.wsum[l2u];
+                dheap.push(Reverse(Key(a, l2)));
+                if a <= thr {
+                    break 'rounds;
+                }
+            }
+            for j in li..lend {
+                let (lb, gend) = log.links[j];
+                let (lb, gend) = (lb as usize, gend as usize);
+                self.bmark[lb] = ep;
+                let mut b = (self.work[lb], self.wsum[lb]);
+                for i in gi..gend {
+                    if let Some(&h) = log.groups.get(i + AHEAD) {
+                        prefetch(&self.gh, h as usize);
+                    }
+                    let g = log.groups[i] as usize;
+                    self.gh[g].ep = ep;
+                    let c = self.gh[g].w;
+                    let p = self.gh[g].path as usize;
+                    take(&self.inp.plinks[p * w..p * w + w], lb, m, c, &mut self.work,
+                         &mut self.wsum, &mut b);
+                }
+                count!(n::FILL_REPLAYED, gend - gi);
+                (self.work[lb], self.wsum[lb]) = b;
+                gi = gend;
+            }
+            li = lend;
+            r += 1;
+        }
+        log.rounds.truncate(r);
+        log.links.truncate(li);
+        log.groups.truncate(gi);
+        self.dheap = dheap;
     }
 
     /// Aalo: the items of level `l`'s fill (epoch `ep`): the groups whose last link
