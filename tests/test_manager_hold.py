@@ -133,9 +133,13 @@ def test_a_near_zero_interval_is_read_over_a_quarter_of_dt():
 
 def test_the_lease_follows_late_steps():
     """A loop stepping late (here 2.5 Δt between steps) renews its enforcers' leases for
-    3 of its real gaps, not 3 Δt, so the caps do not lapse between two slow steps; back
-    on time, the lease shrinks to 3 Δt again once the late gaps leave the window."""
-    replay = Replay([HOT] * 8)
+    3 of its real gaps, not 3 Δt, so the caps do not lapse between two slow steps, nor
+    in a stall a few steps later; back on time, the lease shrinks to 3 Δt again once the
+    late gaps leave the window (LEASE_WINDOW gaps)."""
+    from streamband.loop.manager import LEASE_WINDOW
+
+    on_time = [6.0 + k for k in range(1, LEASE_WINDOW + 1)]
+    replay = Replay([HOT] * (4 + len(on_time)))
 
     class Leased(Recorder):
         lease_s = 0.0
@@ -148,9 +152,10 @@ def test_the_lease_follows_late_steps():
     m = Manager(routing=sp.csr_matrix(np.ones((2, 1))), link_kind=np.array([UPLINK]),
                 policy=appaware, profiler=replay, linkstats=replay, enforcer=rec, dt=1.0,
                 weights=np.array([1.0, 1.0]))
-    for t in (0.0, 1.0, 3.5, 6.0, 7.0, 8.0, 9.0, 10.0):
+    for t in (0.0, 1.0, 3.5, 6.0, *on_time):
         m.step(t)
-    assert rec.leases == pytest.approx([3.0, 3.0, 7.5, 7.5, 7.5, 7.5, 3.0, 3.0])
+    # the gap ending at 6.0 leaves the window at the LEASE_WINDOW-th on-time step
+    assert rec.leases == pytest.approx([3.0, 3.0, 7.5, 7.5, *[7.5] * (LEASE_WINDOW - 1), 3.0])
 
 
 class Counted(Replay):

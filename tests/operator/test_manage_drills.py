@@ -5,6 +5,7 @@ acked nor pending: replays are not losses), time to recover, and what was left b
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -15,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from streamband.loop.manager import LEASE_STEPS
+from streamband.loop.manager import LEASE_STEPS, LEASE_WINDOW
 from streamband.manage.config import load_config
 from streamband.manage.stage import PROFILER_PORT, wait_for
 from streamband.sdn.app import Settings as ControllerSettings
@@ -425,11 +426,11 @@ def test_garbage_metrics(stage):
 
 def test_late_steps_keep_caps(stage, tmp_path):
     """Steps later than 3 Δt (the manager stalled, as a starved CPU would stall it): the
-    lease of every push is 3 x the longest of the recent gaps between steps (at least
-    Δt), so after the first late step the caps never lapse between steps; the stalls are
-    shorter than the config's hold (10 Δt), so every step still caps. (The loop once ran
-    the steps a stall missed back to back, which pushed the stall's gap out of the
-    lease's window within a second: caps lapsed in a third stall, [4, 0, 13, 0].)"""
+    lease of every push is 3 x the longest of the last LEASE_WINDOW gaps between steps
+    (at least Δt), so after the first late step the caps never lapse in a stall that
+    comes fewer than LEASE_WINDOW steps later; the stalls are shorter than the config's
+    hold (10 Δt), so every step still caps. (A window of 3 gaps let the caps lapse in a
+    third stall when status polls let a third on-time step slip in, [4, 0, 13, 0].)"""
     stall = (LEASE_STEPS + 1) * DT  # later than the lease of a step on time
     cfg = stage.write_config(tmp_path / "late.yaml", [
         {"name": "fj", "policy": "appaware", "tuple_bytes": FJ_BYTES}],
@@ -438,13 +439,19 @@ def test_late_steps_keep_caps(stage, tmp_path):
     try:
         wait_for(lambda: all_capped(stage), 60, "the manager caps fj's flows")
         names = flow_names(stage)
-        lapsed = []
+        lapsed, stopped_at, now_at = [], [], [0]
+
+        def stepped(s: int) -> bool:
+            now_at[0] = stage.status()["steps"]
+            return now_at[0] > s
+
         for _ in range(4):
-            # stopped right after a step: since the last stall at most one step ran on
-            # time, so the last push's lease still counts the stall's gap
+            # stopped right after a step: since the last stall a few steps ran on time,
+            # fewer than LEASE_WINDOW, so the last push's lease still counts its gap
             steps = stage.status()["steps"]
-            wait_for(lambda s=steps: stage.status()["steps"] > s, 30, "a step", every=0.05)
+            wait_for(lambda s=steps: stepped(s), 30, "a step", every=0.05)
             os.kill(stage.manager.pid, signal.SIGSTOP)
+            stopped_at.append(now_at[0])
             t_end, seen = time.monotonic() + stall, []
             while time.monotonic() < t_end:
                 got = meters(stage)
@@ -460,4 +467,6 @@ def test_late_steps_keep_caps(stage, tmp_path):
             os.kill(stage.manager.pid, signal.SIGCONT)
         stage.start_manager(stage.extra["config"])
     assert lease >= LEASE_STEPS * stall, lease  # the stall's gap stretched the lease
+    # the premise: each stall came within LEASE_WINDOW steps of the late step before it
+    assert all(b - a < LEASE_WINDOW for a, b in itertools.pairwise(stopped_at)), stopped_at
     assert lapsed[1:] == [0, 0, 0], lapsed  # the first stall came before any late step

@@ -33,9 +33,12 @@ from streamband.loop.guard import HarmGuard
 #: and reinstated at consecutive 1-s steps, each switch adding or removing meters.
 HOLD_STEPS = 3
 #: an enforcer's lease (meters, classes) lasts this many steps: of Δt, or of the longest
-#: of the last LEASE_STEPS gaps between steps when the loop runs late (so a slow step does
+#: of the last LEASE_WINDOW gaps between steps when the loop runs late (so a slow step does
 #: not let the caps lapse mid-run, while a dead manager still fails open)
 LEASE_STEPS = 3
+#: gaps between steps a late one stays in the lease (a starved CPU stalls a manager again
+#: a few steps later, not within the next LEASE_STEPS; CI measured a lapse 3 steps on)
+LEASE_WINDOW = 10
 #: a link counts as bottlenecked (000 Algorithm 1 line 11) only while the switch's port
 #: counters show it carrying at least this share of its capacity, where the link
 #: statistics measure it (:meth:`LinkStats.utilisation`): line 11 reads the demands of
@@ -103,7 +106,7 @@ class Allocation:
 @dataclass
 class Lease:
     """The lease of one enforcement, seconds: :data:`LEASE_STEPS` x the longer of Δt and
-    the last :data:`LEASE_STEPS` gaps between the steps' ``now``, so that steps that run
+    the last :data:`LEASE_WINDOW` gaps between the steps' ``now``, so that steps that run
     late stretch it and never let the caps lapse mid-run, and a dead manager's caps
     expire (fail-open) within a few of its own recent steps."""
 
@@ -114,7 +117,7 @@ class Lease:
     def at(self, now: float) -> float:
         """The lease of the step at ``now`` (records ``now``)."""
         if self._last is not None and now > self._last:
-            self._gaps = [*self._gaps[-(LEASE_STEPS - 1):], now - self._last]
+            self._gaps = [*self._gaps[-(LEASE_WINDOW - 1):], now - self._last]
         self._last = now
         return LEASE_STEPS * max([self.dt, *self._gaps])
 
@@ -170,7 +173,7 @@ class Manager:
 
     The enforcers' ``lease_s`` (when they have one) is set at every step to
     :data:`LEASE_STEPS` times the longer of Δt and the longest of the last
-    :data:`LEASE_STEPS` gaps between the steps' ``now`` (:meth:`lease_s`).
+    :data:`LEASE_WINDOW` gaps between the steps' ``now`` (:meth:`lease_s`).
     """
 
     routing: object  # scipy.sparse F x L
