@@ -427,10 +427,12 @@ def test_garbage_metrics(stage):
 def test_late_steps_keep_caps(stage, tmp_path):
     """Steps later than 3 Δt (the manager stalled, as a starved CPU would stall it): the
     lease of every push is 3 x the longest of the last LEASE_WINDOW gaps between steps
-    (at least Δt), so after the first late step the caps never lapse in a stall that
-    comes fewer than LEASE_WINDOW steps later; the stalls are shorter than the config's
-    hold (10 Δt), so every step still caps. (A window of 3 gaps let the caps lapse in a
-    third stall when status polls let a third on-time step slip in, [4, 0, 13, 0].)"""
+    (at least Δt), so after the first late step no cap in place when a stall begins
+    lapses during it, in a stall that comes fewer than LEASE_WINDOW steps later. (A window
+    of 3 gaps let the caps lapse in a third stall when status polls let a third on-time
+    step slip in, [4, 0, 13, 0].) Whether a step caps at all is the policy's call (beside
+    a CPU-bound process the fork-join did not always fill the link), so a stall that
+    begins with no cap in place checks nothing, and the drill stalls until three have."""
     stall = (LEASE_STEPS + 1) * DT  # later than the lease of a step on time
     cfg = stage.write_config(tmp_path / "late.yaml", [
         {"name": "fj", "policy": "appaware", "tuple_bytes": FJ_BYTES}],
@@ -439,13 +441,14 @@ def test_late_steps_keep_caps(stage, tmp_path):
     try:
         wait_for(lambda: all_capped(stage), 60, "the manager caps fj's flows")
         names = flow_names(stage)
-        lapsed, stopped_at, now_at = [], [], [0]
+        lapsed: list[int | None] = []  # per stall: samples with a cap gone (None: no cap)
+        stopped_at, now_at = [], [0]
 
         def stepped(s: int) -> bool:
             now_at[0] = stage.status()["steps"]
             return now_at[0] > s
 
-        for _ in range(4):
+        while sum(n is not None for n in lapsed[1:]) < 3 and len(lapsed) < 12:
             # stopped right after a step: since the last stall a few steps ran on time,
             # fewer than LEASE_WINDOW, so the last push's lease still counts its gap
             steps = stage.status()["steps"]
@@ -454,11 +457,13 @@ def test_late_steps_keep_caps(stage, tmp_path):
             stopped_at.append(now_at[0])
             t_end, seen = time.monotonic() + stall, []
             while time.monotonic() < t_end:
-                got = meters(stage)
-                seen.append(all(got.get(n) for n in names))
+                seen.append(meters(stage))
                 time.sleep(0.2)
             os.kill(stage.manager.pid, signal.SIGCONT)
-            lapsed.append(seen.count(False))
+            # the caps the last push left; with the manager stopped only expiry moves them
+            held = [n for n in names if seen[0].get(n)]
+            lapsed.append(sum(not all(got.get(n) for n in held) for got in seen)
+                          if held else None)
             wait_for(lambda s=steps: stage.status()["steps"] >= s + 2, 30, "the late step",
                      every=0.05)
         lease = stage.status()["lease_s"]
@@ -469,4 +474,6 @@ def test_late_steps_keep_caps(stage, tmp_path):
     assert lease >= LEASE_STEPS * stall, lease  # the stall's gap stretched the lease
     # the premise: each stall came within LEASE_WINDOW steps of the late step before it
     assert all(b - a < LEASE_WINDOW for a, b in itertools.pairwise(stopped_at)), stopped_at
-    assert lapsed[1:] == [0, 0, 0], lapsed  # the first stall came before any late step
+    # the first stall came before any late step; three later ones began with caps
+    checked = [n for n in lapsed[1:] if n is not None]
+    assert len(checked) >= 3 and not any(checked), lapsed

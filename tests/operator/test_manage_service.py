@@ -34,7 +34,11 @@ def test_flows_mapped_and_allocated(stage):
     assert all(f["path"] == [f"{w1}->s1", f"s1->{w2}"] for f in fj["flows"])
     assert fj["policy"] == "appaware" and fj["id"] == info["id"]
     names = {f["name"] for f in fj["flows"]}
+    # the policy decides once the workers report (their JVMs start on 2 cores, slower on
+    # a busy machine: it failed open for 24 s beside stress-ng)
+    wait_for(lambda: stage.topology("fj")["decision"] == "policy", 90, "fj's flow reports")
     # 300 tuples/s of 4 + 6 KiB need 24.6 Mbit/s of w1's 20: appaware caps both flows
+    # within 30 s (30 Δt) of its first decision (a capped flow's meter is at least the floor)
     rates = wait_for(lambda: (r := capped(stage, names)) and len(r) == 2
                      and all(r.values()) and r, 30, "both flows capped")
     assert sum(rates.values()) <= 20e6 * 1.01

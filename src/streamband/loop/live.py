@@ -168,6 +168,15 @@ class _Recording:
         return getattr(self.inner, name)
 
 
+def next_slot(nxt: float, dt: float) -> float:
+    """The monotonic time the step after the one of slot ``nxt`` starts: Δt later, or,
+    when that has passed (a stalled or starved step), :data:`MIN_INTERVAL_FRAC` x Δt from
+    now: the missed slots are dropped."""
+    # catch-up steps back to back would each read a near-empty interval and push the
+    # stalled gap out of the lease's window (Lease)
+    return max(nxt + dt, time.monotonic() + MIN_INTERVAL_FRAC * dt)
+
+
 class LiveLoop:
     """Run ``manager.step`` every ``manager.dt`` seconds until :meth:`stop`."""
 
@@ -210,10 +219,7 @@ class LiveLoop:
         nxt = time.monotonic()
         while not self._stop.is_set():
             self.step()
-            dt = self.manager.dt
-            # catch-up steps back to back would each read a near-empty interval and push
-            # the stalled gap out of the lease's window (Lease) within a second
-            nxt = max(nxt + dt, time.monotonic() + MIN_INTERVAL_FRAC * dt)
+            nxt = next_slot(nxt, self.manager.dt)
             self._stop.wait(max(0.0, nxt - time.monotonic()))
 
     def start(self) -> LiveLoop:

@@ -56,7 +56,7 @@ from streamband.errors import OptionError, PreconditionError
 from streamband.flink.engine import FlinkEngine
 from streamband.loop.engine import Engine, EngineError, FlowMapping, SwitchMeasured
 from streamband.loop.guard import HarmGuard
-from streamband.loop.live import ManagerMetrics
+from streamband.loop.live import ManagerMetrics, next_slot
 from streamband.loop.manager import LEASE_STEPS, Allocation, Lease, Manager
 from streamband.loop.openflow import ControllerLinkStats, MeterEnforcer, port_rates
 from streamband.loop.reports import ProfileReceiver, app_totals, throughput
@@ -308,9 +308,7 @@ class Service:
                 self._clear("error:step")
             except Exception as exc:  # a failed step must not stop the service
                 self._error("step", f"{type(exc).__name__}: {exc}")
-            nxt += self.dt
-            if nxt < time.monotonic():
-                nxt = time.monotonic()
+            nxt = next_slot(nxt, self.dt)
             self._stop.wait(max(0.0, nxt - time.monotonic()))
 
     def _watch(self, engine: Engine) -> None:
