@@ -13,7 +13,7 @@ use std::collections::BinaryHeap;
 
 use crate::count;
 use crate::counts as n;
-use crate::engine::{RoundLog, Sim};
+use crate::engine::{glinks, RoundLog, Sim};
 use crate::model::*;
 use crate::util::{prefetch, AHEAD};
 
@@ -165,9 +165,8 @@ impl Sim {
                     }
                     count!(n::ZERO_VISITS, 1);
                     let c = self.gh[g].w;
-                    let p = self.gh[g].path as usize;
                     let mut at = NONE;
-                    for &l2 in &self.inp.plinks[p * w..p * w + w] {
+                    for &l2 in glinks(&self.gh, &self.inp.plinks, w, g) {
                         if l2 != NONE {
                             self.wsum[l2 as usize] -= c;
                             if !(self.work[l2 as usize] > 0.0) {
@@ -278,8 +277,7 @@ impl Sim {
                         }
                     }
                     let c = self.gh[g].w;
-                    let p = self.gh[g].path as usize;
-                    take(&self.inp.plinks[p * w..p * w + w], lb, m, c, &mut self.work,
+                    take(glinks(&self.gh, &self.inp.plinks, w, g), lb, m, c, &mut self.work,
                          &mut self.wsum, &mut b);
                     if classes {
                         self.assign(g, k);
@@ -411,8 +409,7 @@ impl Sim {
                     let g = log.groups[i] as usize;
                     self.gh[g].ep = ep;
                     let c = self.gh[g].w;
-                    let p = self.gh[g].path as usize;
-                    take(&self.inp.plinks[p * w..p * w + w], lb, m, c, &mut self.work,
+                    take(glinks(&self.gh, &self.inp.plinks, w, g), lb, m, c, &mut self.work,
                          &mut self.wsum, &mut b);
                 }
                 count!(n::FILL_REPLAYED, gend - gi);
@@ -462,21 +459,21 @@ impl Sim {
                     prefetch(&self.gh, h as usize);
                 }
                 let g = g as usize;
-                let p = self.gh[g].path as usize;
-                if self.path_last[p] as usize != lk {
+                // its path's last link (the receiver's), from its own links
+                let links = glinks(&self.gh, &self.inp.plinks, w, g);
+                if links.iter().rev().find(|&&l2| l2 != NONE) != Some(&(lk as u32)) {
                     continue;
                 }
-                let links = &self.inp.plinks[p * w..p * w + w];
                 if links.iter().all(|&l2| l2 == NONE || self.work[l2 as usize] > 0.0) {
                     count!(n::FILL_VISITS, 1);
                     let c = self.gh[g].w;
-                    self.gh[g].set[x] = ep;
                     for &l2 in links {
                         if l2 != NONE {
                             self.wsum[l2 as usize] += c;
                             items[lvl.lslot[l2 as usize] as usize].push(g as u32);
                         }
                     }
+                    self.gh[g].set[x] = ep;
                 }
             }
         }
@@ -521,10 +518,9 @@ impl Sim {
                 if h.ep == ep || h.lpos == NONE || h.lvl as usize != l {
                     continue;
                 }
-                let p = h.path as usize;
                 let mut r = f64::INFINITY;
                 let mut best = NONE;
-                for &lk in &self.inp.plinks[p * w..p * w + w] {
+                for &lk in glinks(&self.gh, &self.inp.plinks, w, g) {
                     if lk != NONE {
                         let v = self.inp.cap[lk as usize] / self.wsum[lk as usize];
                         if v < r {
@@ -663,8 +659,8 @@ impl Sim {
             if let Some(e) = fixed1.get(i + AHEAD) {
                 prefetch(&self.gh, e.0 as usize);
             }
-            let h = &mut self.gh[g as usize];
-            (h.seen, h.c2, h.r2) = (se, lk, r);
+            self.gh[g as usize].seen = se;
+            self.g_p2[g as usize] = (lk, r);
         }
         let fixed0 = std::mem::take(&mut self.lv[l].memo[0].fixed);
         let mut served = Vec::with_capacity(fixed0.len().max(fixed1.len()));
@@ -673,7 +669,7 @@ impl Sim {
                 prefetch(&self.gh, e.0 as usize);
             }
             let h = self.gh[g as usize];
-            let (l2, r2) = if h.seen == se { (h.c2, h.r2) } else { (NONE, 0.0) };
+            let (l2, r2) = if h.seen == se { self.g_p2[g as usize] } else { (NONE, 0.0) };
             self.gh[g as usize].seen = done;
             served.push(g);
             self.aalo_class(l, g as usize, l1, r1, l2, r2);
