@@ -105,6 +105,9 @@ pub struct Level {
     /// slot of each link in this level (NONE if no group of the level crosses it)
     pub lslot: Vec<u32>,
     pub links: Vec<u32>,
+    /// per slot, the groups crossing the link, each as `g << jbits | j` (the link is
+    /// its path's `j`-th), so that a group's removal finds the place of the group moved
+    /// into its own without reading that group's path (two cache misses per link)
     pub lgroups: Vec<Vec<u32>>,
     pub lw: Vec<f64>,
     /// the links whose flows changed since the level's last fill, each once (`lchg`, by
@@ -282,6 +285,8 @@ pub struct Sim {
     /// fat-tree k=16 most groups hold one flow, so a unit's move empties and makes
     /// lists by the thousand: the allocator had 6 % of stream's perf samples there)
     pub spare_lists: Vec<Vec<u32>>,
+    /// bits of a link's place in its path, in the per-link group lists' entries
+    pub jbits: u32,
     pub free_g: Vec<u32>,
     /// groups whose class changed at this event's fills
     pub g_chg: Vec<u32>,
@@ -460,6 +465,7 @@ impl Sim {
             path_last: Vec::new(),
             g_adjpos: Vec::new(),
             spare_lists: Vec::new(),
+            jbits: usize::BITS - width.saturating_sub(1).leading_zeros(),
             free_g: Vec::new(),
             g_chg: Vec::new(),
             cl_lvl: Vec::new(),
@@ -1114,7 +1120,7 @@ impl Sim {
             }
             let list = &mut lvl.lgroups[slot as usize];
             self.g_adjpos[g * w + j] = list.len() as u32;
-            list.push(g as u32);
+            list.push((g << self.jbits | j) as u32);
         }
     }
 
@@ -1133,9 +1139,8 @@ impl Sim {
             let list = &mut lvl.lgroups[slot];
             list.swap_remove(pos);
             if pos < list.len() {
-                let g2 = list[pos] as usize;
-                let j2 = glinks(&self.gh, &self.inp.plinks, w, g2).iter().position(|&x| x == lk)
-                    .unwrap();
+                let e = list[pos] as usize;
+                let (g2, j2) = (e >> self.jbits, e & ((1 << self.jbits) - 1));
                 self.g_adjpos[g2 * w + j2] = pos as u32;
             }
             if list.is_empty() {
@@ -1177,6 +1182,7 @@ impl Sim {
             Some(g) => g as usize,
             None => {
                 let g = self.gh.len();
+                assert!(g < (1 << (32 - self.jbits)), "too many groups for the per-link lists");
                 self.gh.push(GHot::default());
                 self.g_p2.push((NONE, 0.0));
                 self.g_flows.push(Vec::new());

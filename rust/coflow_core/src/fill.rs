@@ -100,6 +100,7 @@ impl Sim {
         self.epoch = self.epoch.wrapping_add(1);
         count!(n::FILLS, 1);
         let w = self.width;
+        let jb = self.jbits;
         let ep = self.epoch;
         let nslot = self.lv[l].links.len();
         // strict levels: the last fill's rounds are replayed as far as they still hold
@@ -155,11 +156,11 @@ impl Sim {
                 }
                 self.bmark[lk] = ep;
                 let list = &lgroups[slot];
-                for (i, &g) in list.iter().enumerate() {
+                for (i, &e) in list.iter().enumerate() {
                     if let Some(&h) = list.get(i + AHEAD) {
-                        prefetch(&self.gh, h as usize);
+                        prefetch(&self.gh, (h >> jb) as usize);
                     }
-                    let g = g as usize;
+                    let g = (e >> jb) as usize;
                     if self.gh[g].ep == ep {
                         continue;
                     }
@@ -249,11 +250,11 @@ impl Sim {
                 };
                 let mut b = (self.work[lb], self.wsum[lb]);
                 let list = if classes { &lgroups[slot] } else { &items[slot] };
-                for (i, &g) in list.iter().enumerate() {
+                for (i, &e) in list.iter().enumerate() {
                     if let Some(&h) = list.get(i + AHEAD) {
-                        prefetch(&self.gh, h as usize);
+                        prefetch(&self.gh, (h >> jb) as usize);
                     }
-                    let g = g as usize;
+                    let g = (e >> jb) as usize;
                     if self.gh[g].ep == ep {
                         continue;
                     }
@@ -435,6 +436,7 @@ impl Sim {
     fn aalo_items(&mut self, l: usize, x: usize, lgroups: &[Vec<u32>], items: &mut Vec<Vec<u32>>,
                   ep: u32) {
         let w = self.width;
+        let jb = self.jbits;
         let lvl = &self.lv[l];
         let nslot = lvl.links.len();
         if items.len() < nslot {
@@ -454,11 +456,11 @@ impl Sim {
                 continue;
             }
             let list = &lgroups[slot];
-            for (i, &g) in list.iter().enumerate() {
+            for (i, &e) in list.iter().enumerate() {
                 if let Some(&h) = list.get(i + AHEAD) {
-                    prefetch(&self.gh, h as usize);
+                    prefetch(&self.gh, (h >> jb) as usize);
                 }
-                let g = g as usize;
+                let g = (e >> jb) as usize;
                 // its path's last link (the receiver's), from its own links
                 let links = glinks(&self.gh, &self.inp.plinks, w, g);
                 if links.iter().rev().find(|&&l2| l2 != NONE) != Some(&(lk as u32)) {
@@ -470,7 +472,7 @@ impl Sim {
                     for &l2 in links {
                         if l2 != NONE {
                             self.wsum[l2 as usize] += c;
-                            items[lvl.lslot[l2 as usize] as usize].push(g as u32);
+                            items[lvl.lslot[l2 as usize] as usize].push((g << jb) as u32);
                         }
                     }
                     self.gh[g].set[x] = ep;
@@ -510,7 +512,7 @@ impl Sim {
                 if k != NONE {
                     self.touch_class(k, self.inp.cap[lk as usize] / self.wsum[lk as usize]);
                 }
-                look.extend_from_slice(&self.lv[l].lgroups[slot as usize]);
+                look.extend(self.lv[l].lgroups[slot as usize].iter().map(|&e| e >> self.jbits));
             }
             for &g in &look {
                 let g = g as usize;
