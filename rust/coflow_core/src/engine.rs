@@ -165,6 +165,8 @@ pub struct Memo {
     /// (valid with `zok`, kept while no link with nothing left changes)
     pub zsub: Vec<f64>,
     pub zok: bool,
+    /// strict levels: how many groups that fill fixed at rate 0 (valid with `zok`)
+    pub zn: usize,
 }
 
 impl Memo {

@@ -143,8 +143,13 @@ impl Sim {
         let lgroups = std::mem::take(&mut self.lv[l].lgroups);
         // aalo: the per-link lists of the fill's items (`aalo_items`)
         let mut items = std::mem::take(&mut self.lv[l].memo[x].items);
+        // strict levels: the groups not fixed yet; the filling stops when none is left, for
+        // every link still in the heap then has no weight (on a fat-tree most links are
+        // never a bottleneck, and popping them was 8 % of stream's time on k=16)
+        let mut left = if classes { self.lv[l].groups.len() } else { usize::MAX };
         if zkept {
             // the rate-0 groups keep their classes (their weights are off `wsum` already)
+            left -= self.lv[l].memo[0].zn;
         } else if classes {
             // groups crossing a link with nothing left: rate 0, in the class of that link
             // (the one they were in if it is still such a link, else the last on their
@@ -185,6 +190,7 @@ impl Sim {
                     let k = self.slot_class(l, self.lv[l].lslot[at as usize] as usize);
                     self.touch_class(k, 0.0);
                     self.assign(g, k);
+                    left -= 1;
                 }
             }
             let lvl = &mut self.lv[l];
@@ -193,6 +199,7 @@ impl Sim {
                 lvl.memo[0].zsub[slot] = lvl.lw[slot] - self.wsum[lk];
             }
             lvl.memo[0].zok = true;
+            lvl.memo[0].zn = lvl.groups.len() - left;
         } else if same {
             let lvl = &self.lv[l];
             for (slot, &lk) in lvl.links.iter().enumerate() {
@@ -212,7 +219,7 @@ impl Sim {
             m.setup_ok = true;
         }
         if resume {
-            self.replay_rounds(l, &mut log, ep);
+            left -= self.replay_rounds(l, &mut log, ep);
         } else {
             log.rounds.clear();
             log.links.clear();
@@ -226,7 +233,11 @@ impl Sim {
             }
         }
         let mut bott = std::mem::take(&mut self.bott);
-        while let Some(m) = next_bottleneck(&mut self.lheap, &self.work, &self.wsum, &mut bott) {
+        while left > 0 {
+            let Some(m) = next_bottleneck(&mut self.lheap, &self.work, &self.wsum, &mut bott)
+            else {
+                break;
+            };
             // a group crossing several links of this round is fixed at the one it was
             // fixed at before, if any (same rate either way; its class stays)
             self.round = self.round.wrapping_add(1);
@@ -282,6 +293,7 @@ impl Sim {
                          &mut self.wsum, &mut b);
                     if classes {
                         self.assign(g, k);
+                        left -= 1;
                         log.groups.push(g as u32);
                         if resume {
                             count!(n::FILL_VISITS, 1);
@@ -365,7 +377,8 @@ impl Sim {
     /// kept round's takes in their order (so `work` and `wsum` are what the full fill
     /// would have, bit for bit) and keeps the groups' classes; `log` is cut at the first
     /// round that does not hold, where the filling goes on.
-    fn replay_rounds(&mut self, l: usize, log: &mut RoundLog, ep: u32) {
+    /// Returns how many groups it fixed.
+    fn replay_rounds(&mut self, l: usize, log: &mut RoundLog, ep: u32) -> usize {
         let w = self.width;
         let mut dheap = std::mem::take(&mut self.dheap);
         dheap.clear();
@@ -375,7 +388,7 @@ impl Sim {
                 dheap.push(Reverse(Key(self.work[lk] / self.wsum[lk], lk as u32)));
             }
         }
-        let (mut li, mut gi, mut r) = (0usize, 0usize, 0usize);
+        let (mut li, mut gi, mut r, mut nfix) = (0usize, 0usize, 0usize, 0usize);
         'rounds: while r < log.rounds.len() {
             let (m, lend) = log.rounds[r];
             let lend = lend as usize;
@@ -408,6 +421,7 @@ impl Sim {
                         prefetch(&self.gh, h as usize);
                     }
                     let g = log.groups[i] as usize;
+                    nfix += (self.gh[g].ep != ep) as usize;
                     self.gh[g].ep = ep;
                     let c = self.gh[g].w;
                     take(glinks(&self.gh, &self.inp.plinks, w, g), lb, m, c, &mut self.work,
@@ -424,6 +438,7 @@ impl Sim {
         log.links.truncate(li);
         log.groups.truncate(gi);
         self.dheap = dheap;
+        nfix
     }
 
     /// Aalo: the items of level `l`'s fill (epoch `ep`): the groups whose last link
