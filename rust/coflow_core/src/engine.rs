@@ -105,6 +105,9 @@ pub struct Level {
     /// slot of each link in this level (NONE if no group of the level crosses it)
     pub lslot: Vec<u32>,
     pub links: Vec<u32>,
+    /// per slot, the groups crossing the link, each as `g << jbits | j` (the link is
+    /// its path's `j`-th), so that a group's removal finds the place of the group moved
+    /// into its own without reading that group's path (two cache misses per link)
     pub lgroups: Vec<Vec<u32>>,
     pub lw: Vec<f64>,
     /// the links whose flows changed since the level's last fill, each once (`lchg`, by
@@ -162,6 +165,8 @@ pub struct Memo {
     /// (valid with `zok`, kept while no link with nothing left changes)
     pub zsub: Vec<f64>,
     pub zok: bool,
+    /// strict levels: how many groups that fill fixed at rate 0 (valid with `zok`)
+    pub zn: usize,
 }
 
 impl Memo {
@@ -189,32 +194,47 @@ impl Level {
     }
 }
 
-/// A group's hot fields, in one cache line: its path, level slot, place in the level's
-/// list, flows (its weight in the fills), class, the fill that fixed it last; for aalo
-/// the setting of classes that last looked at it and the link it was fixed at and its
-/// rate in each pass, while its level's classes are set.
+/// A group's hot fields, in one cache line: its flows (its weight in the fills), path
+/// and the links of it (up to `GLINKS`: a fill's step reads them for every group it
+/// fixes, and a path table indexed by path misses the cache once paths outnumber what
+/// it holds: fat-tree k=16), level slot, place in the level's list, class, the fill
+/// that fixed it last; for aalo the setting of classes that last looked at it and the
+/// set-up (`Memo::setup_ep`) of each pass the group is an item of.
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
 pub struct GHot {
     pub w: f64,
-    pub r1: f64,
-    pub r2: f64,
     pub path: u32,
     pub lvl: u32,
     pub lpos: u32,
     pub cls: u32,
     pub ep: u32,
     pub seen: u32,
-    pub c1: u32,
-    pub c2: u32,
-    /// aalo: the set-up (`Memo::setup_ep`) of each pass the group is an item of
     pub set: [u32; 2],
+    /// its path's links when the width is at most `GLINKS` (NONE: padding)
+    pub links: [u32; GLINKS],
 }
+
+/// Links a group's hot line holds (a fat-tree path has 6); wider paths are read from
+/// the path table.
+pub const GLINKS: usize = 6;
 
 impl Default for GHot {
     fn default() -> Self {
-        GHot { w: 0.0, r1: 0.0, r2: 0.0, path: 0, lvl: 0, lpos: NONE, cls: NONE, ep: 0, seen: 0,
-               c1: NONE, c2: NONE, set: [0; 2] }
+        GHot { w: 0.0, path: 0, lvl: 0, lpos: NONE, cls: NONE, ep: 0, seen: 0, set: [0; 2],
+               links: [NONE; GLINKS] }
+    }
+}
+
+/// Group `g`'s links (`w` of them, NONE: padding): from its hot line, or from the path
+/// table when paths are wider than `GLINKS`.
+#[inline(always)]
+pub fn glinks<'a>(gh: &'a [GHot], plinks: &'a [u32], w: usize, g: usize) -> &'a [u32] {
+    if w <= GLINKS {
+        &gh[g].links[..w]
+    } else {
+        let p = gh[g].path as usize;
+        &plinks[p * w..p * w + w]
     }
 }
 
@@ -252,6 +272,9 @@ pub struct Sim {
     pub p_grp: Vec<PathGroups>,
     /// per group, the fields a fill and the setting of classes read together
     pub gh: Vec<GHot>,
+    /// aalo, per group: the link it was fixed at in pass 2 and its rate there, while its
+    /// level's classes are set
+    pub g_p2: Vec<(u32, f64)>,
     pub g_flows: Vec<Vec<u32>>,
     /// aalo: the count of settings of classes (a group's `seen` is the last that looked
     /// at it)
@@ -260,6 +283,12 @@ pub struct Sim {
     pub is_last: Vec<bool>,
     pub path_last: Vec<u32>,
     pub g_adjpos: Vec<u32>,
+    /// emptied per-link group lists, kept for the next link a level gains (on a
+    /// fat-tree k=16 most groups hold one flow, so a unit's move empties and makes
+    /// lists by the thousand: the allocator had 6 % of stream's perf samples there)
+    pub spare_lists: Vec<Vec<u32>>,
+    /// bits of a link's place in its path, in the per-link group lists' entries
+    pub jbits: u32,
     pub free_g: Vec<u32>,
     /// groups whose class changed at this event's fills
     pub g_chg: Vec<u32>,
@@ -431,11 +460,14 @@ impl Sim {
             o_pos: vec![NONE; n_owner],
             p_grp: vec![PathGroups::default(); n_paths],
             gh: Vec::new(),
+            g_p2: Vec::new(),
             g_flows: Vec::new(),
             seen: 0,
             is_last: vec![false; nl],
             path_last: Vec::new(),
             g_adjpos: Vec::new(),
+            spare_lists: Vec::new(),
+            jbits: usize::BITS - width.saturating_sub(1).leading_zeros(),
             free_g: Vec::new(),
             g_chg: Vec::new(),
             cl_lvl: Vec::new(),
@@ -1070,10 +1102,9 @@ impl Sim {
     /// Enter group `g` in its level's per-link lists.
     fn attach(&mut self, g: usize) {
         let w = self.width;
-        let p = self.gh[g].path as usize;
         let l = self.gh[g].lvl as usize;
         for j in 0..w {
-            let lk = self.inp.plinks[p * w + j];
+            let lk = glinks(&self.gh, &self.inp.plinks, w, g)[j];
             if lk == NONE {
                 continue;
             }
@@ -1083,7 +1114,7 @@ impl Sim {
                 slot = lvl.links.len() as u32;
                 lvl.lslot[lk as usize] = slot;
                 lvl.links.push(lk);
-                lvl.lgroups.push(Vec::new());
+                lvl.lgroups.push(self.spare_lists.pop().unwrap_or_default());
                 lvl.lw.push(0.0);
                 lvl.lcls.push(NONE);
                 lvl.memo[0].push();
@@ -1091,17 +1122,16 @@ impl Sim {
             }
             let list = &mut lvl.lgroups[slot as usize];
             self.g_adjpos[g * w + j] = list.len() as u32;
-            list.push(g as u32);
+            list.push((g << self.jbits | j) as u32);
         }
     }
 
     /// Remove group `g` (no flows left) from its level's per-link lists.
     fn detach(&mut self, g: usize) {
         let w = self.width;
-        let p = self.gh[g].path as usize;
         let l = self.gh[g].lvl as usize;
         for j in 0..w {
-            let lk = self.inp.plinks[p * w + j];
+            let lk = glinks(&self.gh, &self.inp.plinks, w, g)[j];
             if lk == NONE {
                 continue;
             }
@@ -1111,9 +1141,8 @@ impl Sim {
             let list = &mut lvl.lgroups[slot];
             list.swap_remove(pos);
             if pos < list.len() {
-                let g2 = list[pos] as usize;
-                let p2 = self.gh[g2].path as usize;
-                let j2 = (0..w).find(|&j2| self.inp.plinks[p2 * w + j2] == lk).unwrap();
+                let e = list[pos] as usize;
+                let (g2, j2) = (e >> self.jbits, e & ((1 << self.jbits) - 1));
                 self.g_adjpos[g2 * w + j2] = pos as u32;
             }
             if list.is_empty() {
@@ -1125,7 +1154,7 @@ impl Sim {
                 }
                 let last = lvl.links.len() - 1;
                 lvl.links.swap_remove(slot);
-                lvl.lgroups.swap_remove(slot);
+                self.spare_lists.push(lvl.lgroups.swap_remove(slot));
                 lvl.lw.swap_remove(slot);
                 lvl.lcls.swap_remove(slot);
                 lvl.memo[0].swap_remove(slot);
@@ -1155,7 +1184,9 @@ impl Sim {
             Some(g) => g as usize,
             None => {
                 let g = self.gh.len();
+                assert!(g < (1 << (32 - self.jbits)), "too many groups for the per-link lists");
                 self.gh.push(GHot::default());
+                self.g_p2.push((NONE, 0.0));
                 self.g_flows.push(Vec::new());
                 self.g_adjpos.extend(std::iter::repeat_n(NONE, self.width));
                 g
@@ -1167,7 +1198,10 @@ impl Sim {
         self.gh[g].w = 0.0;
         self.g_flows[g].clear();
         self.gh[g].cls = NONE;
-        self.gh[g].c1 = NONE;
+        if self.width <= GLINKS {
+            let (w, p) = (self.width, path as usize);
+            self.gh[g].links[..w].copy_from_slice(&self.inp.plinks[p * w..p * w + w]);
+        }
         self.gh[g].ep = self.epoch.wrapping_sub(1);
         let lvl = &mut self.lv[l];
         self.gh[g].lpos = lvl.groups.len() as u32;
@@ -1210,7 +1244,6 @@ impl Sim {
     #[inline]
     fn resize(&mut self, g: usize, d: f64) {
         let w = self.width;
-        let p = self.gh[g].path as usize;
         let l = self.gh[g].lvl as usize;
         self.gh[g].w += d;
         let lvl = &mut self.lv[l];
@@ -1219,8 +1252,7 @@ impl Sim {
         // them at weight 0 and is skipped)
         let set = self.gh[g].set;
         let inset = [0, 1].map(|x| lvl.memo[x].setup_ok && set[x] == lvl.memo[x].setup_ep);
-        for j in 0..w {
-            let lk = self.inp.plinks[p * w + j];
+        for &lk in glinks(&self.gh, &self.inp.plinks, w, g) {
             if lk != NONE {
                 let slot = lvl.lslot[lk as usize] as usize;
                 lvl.lw[slot] += d;

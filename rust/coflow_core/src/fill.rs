@@ -13,7 +13,7 @@ use std::collections::BinaryHeap;
 
 use crate::count;
 use crate::counts as n;
-use crate::engine::{RoundLog, Sim};
+use crate::engine::{glinks, RoundLog, Sim};
 use crate::model::*;
 use crate::util::{prefetch, AHEAD};
 
@@ -100,6 +100,7 @@ impl Sim {
         self.epoch = self.epoch.wrapping_add(1);
         count!(n::FILLS, 1);
         let w = self.width;
+        let jb = self.jbits;
         let ep = self.epoch;
         let nslot = self.lv[l].links.len();
         // strict levels: the last fill's rounds are replayed as far as they still hold
@@ -142,8 +143,13 @@ impl Sim {
         let lgroups = std::mem::take(&mut self.lv[l].lgroups);
         // aalo: the per-link lists of the fill's items (`aalo_items`)
         let mut items = std::mem::take(&mut self.lv[l].memo[x].items);
+        // strict levels: the groups not fixed yet; the filling stops when none is left, for
+        // every link still in the heap then has no weight (on a fat-tree most links are
+        // never a bottleneck, and popping them was 8 % of stream's time on k=16)
+        let mut left = if classes { self.lv[l].groups.len() } else { usize::MAX };
         if zkept {
             // the rate-0 groups keep their classes (their weights are off `wsum` already)
+            left -= self.lv[l].memo[0].zn;
         } else if classes {
             // groups crossing a link with nothing left: rate 0, in the class of that link
             // (the one they were in if it is still such a link, else the last on their
@@ -155,19 +161,18 @@ impl Sim {
                 }
                 self.bmark[lk] = ep;
                 let list = &lgroups[slot];
-                for (i, &g) in list.iter().enumerate() {
+                for (i, &e) in list.iter().enumerate() {
                     if let Some(&h) = list.get(i + AHEAD) {
-                        prefetch(&self.gh, h as usize);
+                        prefetch(&self.gh, (h >> jb) as usize);
                     }
-                    let g = g as usize;
+                    let g = (e >> jb) as usize;
                     if self.gh[g].ep == ep {
                         continue;
                     }
                     count!(n::ZERO_VISITS, 1);
                     let c = self.gh[g].w;
-                    let p = self.gh[g].path as usize;
                     let mut at = NONE;
-                    for &l2 in &self.inp.plinks[p * w..p * w + w] {
+                    for &l2 in glinks(&self.gh, &self.inp.plinks, w, g) {
                         if l2 != NONE {
                             self.wsum[l2 as usize] -= c;
                             if !(self.work[l2 as usize] > 0.0) {
@@ -185,6 +190,7 @@ impl Sim {
                     let k = self.slot_class(l, self.lv[l].lslot[at as usize] as usize);
                     self.touch_class(k, 0.0);
                     self.assign(g, k);
+                    left -= 1;
                 }
             }
             let lvl = &mut self.lv[l];
@@ -193,6 +199,7 @@ impl Sim {
                 lvl.memo[0].zsub[slot] = lvl.lw[slot] - self.wsum[lk];
             }
             lvl.memo[0].zok = true;
+            lvl.memo[0].zn = lvl.groups.len() - left;
         } else if same {
             let lvl = &self.lv[l];
             for (slot, &lk) in lvl.links.iter().enumerate() {
@@ -212,7 +219,7 @@ impl Sim {
             m.setup_ok = true;
         }
         if resume {
-            self.replay_rounds(l, &mut log, ep);
+            left -= self.replay_rounds(l, &mut log, ep);
         } else {
             log.rounds.clear();
             log.links.clear();
@@ -226,7 +233,11 @@ impl Sim {
             }
         }
         let mut bott = std::mem::take(&mut self.bott);
-        while let Some(m) = next_bottleneck(&mut self.lheap, &self.work, &self.wsum, &mut bott) {
+        while left > 0 {
+            let Some(m) = next_bottleneck(&mut self.lheap, &self.work, &self.wsum, &mut bott)
+            else {
+                break;
+            };
             // a group crossing several links of this round is fixed at the one it was
             // fixed at before, if any (same rate either way; its class stays)
             self.round = self.round.wrapping_add(1);
@@ -250,11 +261,11 @@ impl Sim {
                 };
                 let mut b = (self.work[lb], self.wsum[lb]);
                 let list = if classes { &lgroups[slot] } else { &items[slot] };
-                for (i, &g) in list.iter().enumerate() {
+                for (i, &e) in list.iter().enumerate() {
                     if let Some(&h) = list.get(i + AHEAD) {
-                        prefetch(&self.gh, h as usize);
+                        prefetch(&self.gh, (h >> jb) as usize);
                     }
-                    let g = g as usize;
+                    let g = (e >> jb) as usize;
                     if self.gh[g].ep == ep {
                         continue;
                     }
@@ -278,11 +289,11 @@ impl Sim {
                         }
                     }
                     let c = self.gh[g].w;
-                    let p = self.gh[g].path as usize;
-                    take(&self.inp.plinks[p * w..p * w + w], lb, m, c, &mut self.work,
+                    take(glinks(&self.gh, &self.inp.plinks, w, g), lb, m, c, &mut self.work,
                          &mut self.wsum, &mut b);
                     if classes {
                         self.assign(g, k);
+                        left -= 1;
                         log.groups.push(g as u32);
                         if resume {
                             count!(n::FILL_VISITS, 1);
@@ -366,7 +377,8 @@ impl Sim {
     /// kept round's takes in their order (so `work` and `wsum` are what the full fill
     /// would have, bit for bit) and keeps the groups' classes; `log` is cut at the first
     /// round that does not hold, where the filling goes on.
-    fn replay_rounds(&mut self, l: usize, log: &mut RoundLog, ep: u32) {
+    /// Returns how many groups it fixed.
+    fn replay_rounds(&mut self, l: usize, log: &mut RoundLog, ep: u32) -> usize {
         let w = self.width;
         let mut dheap = std::mem::take(&mut self.dheap);
         dheap.clear();
@@ -376,7 +388,7 @@ impl Sim {
                 dheap.push(Reverse(Key(self.work[lk] / self.wsum[lk], lk as u32)));
             }
         }
-        let (mut li, mut gi, mut r) = (0usize, 0usize, 0usize);
+        let (mut li, mut gi, mut r, mut nfix) = (0usize, 0usize, 0usize, 0usize);
         'rounds: while r < log.rounds.len() {
             let (m, lend) = log.rounds[r];
             let lend = lend as usize;
@@ -409,10 +421,10 @@ impl Sim {
                         prefetch(&self.gh, h as usize);
                     }
                     let g = log.groups[i] as usize;
+                    nfix += (self.gh[g].ep != ep) as usize;
                     self.gh[g].ep = ep;
                     let c = self.gh[g].w;
-                    let p = self.gh[g].path as usize;
-                    take(&self.inp.plinks[p * w..p * w + w], lb, m, c, &mut self.work,
+                    take(glinks(&self.gh, &self.inp.plinks, w, g), lb, m, c, &mut self.work,
                          &mut self.wsum, &mut b);
                 }
                 count!(n::FILL_REPLAYED, gend - gi);
@@ -426,6 +438,7 @@ impl Sim {
         log.links.truncate(li);
         log.groups.truncate(gi);
         self.dheap = dheap;
+        nfix
     }
 
     /// Aalo: the items of level `l`'s fill (epoch `ep`): the groups whose last link
@@ -438,6 +451,7 @@ impl Sim {
     fn aalo_items(&mut self, l: usize, x: usize, lgroups: &[Vec<u32>], items: &mut Vec<Vec<u32>>,
                   ep: u32) {
         let w = self.width;
+        let jb = self.jbits;
         let lvl = &self.lv[l];
         let nslot = lvl.links.len();
         if items.len() < nslot {
@@ -457,26 +471,26 @@ impl Sim {
                 continue;
             }
             let list = &lgroups[slot];
-            for (i, &g) in list.iter().enumerate() {
+            for (i, &e) in list.iter().enumerate() {
                 if let Some(&h) = list.get(i + AHEAD) {
-                    prefetch(&self.gh, h as usize);
+                    prefetch(&self.gh, (h >> jb) as usize);
                 }
-                let g = g as usize;
-                let p = self.gh[g].path as usize;
-                if self.path_last[p] as usize != lk {
+                let g = (e >> jb) as usize;
+                // its path's last link (the receiver's), from its own links
+                let links = glinks(&self.gh, &self.inp.plinks, w, g);
+                if links.iter().rev().find(|&&l2| l2 != NONE) != Some(&(lk as u32)) {
                     continue;
                 }
-                let links = &self.inp.plinks[p * w..p * w + w];
                 if links.iter().all(|&l2| l2 == NONE || self.work[l2 as usize] > 0.0) {
                     count!(n::FILL_VISITS, 1);
                     let c = self.gh[g].w;
-                    self.gh[g].set[x] = ep;
                     for &l2 in links {
                         if l2 != NONE {
                             self.wsum[l2 as usize] += c;
-                            items[lvl.lslot[l2 as usize] as usize].push(g as u32);
+                            items[lvl.lslot[l2 as usize] as usize].push((g << jb) as u32);
                         }
                     }
+                    self.gh[g].set[x] = ep;
                 }
             }
         }
@@ -513,7 +527,7 @@ impl Sim {
                 if k != NONE {
                     self.touch_class(k, self.inp.cap[lk as usize] / self.wsum[lk as usize]);
                 }
-                look.extend_from_slice(&self.lv[l].lgroups[slot as usize]);
+                look.extend(self.lv[l].lgroups[slot as usize].iter().map(|&e| e >> self.jbits));
             }
             for &g in &look {
                 let g = g as usize;
@@ -521,10 +535,9 @@ impl Sim {
                 if h.ep == ep || h.lpos == NONE || h.lvl as usize != l {
                     continue;
                 }
-                let p = h.path as usize;
                 let mut r = f64::INFINITY;
                 let mut best = NONE;
-                for &lk in &self.inp.plinks[p * w..p * w + w] {
+                for &lk in glinks(&self.gh, &self.inp.plinks, w, g) {
                     if lk != NONE {
                         let v = self.inp.cap[lk as usize] / self.wsum[lk as usize];
                         if v < r {
@@ -663,8 +676,8 @@ impl Sim {
             if let Some(e) = fixed1.get(i + AHEAD) {
                 prefetch(&self.gh, e.0 as usize);
             }
-            let h = &mut self.gh[g as usize];
-            (h.seen, h.c2, h.r2) = (se, lk, r);
+            self.gh[g as usize].seen = se;
+            self.g_p2[g as usize] = (lk, r);
         }
         let fixed0 = std::mem::take(&mut self.lv[l].memo[0].fixed);
         let mut served = Vec::with_capacity(fixed0.len().max(fixed1.len()));
@@ -673,7 +686,7 @@ impl Sim {
                 prefetch(&self.gh, e.0 as usize);
             }
             let h = self.gh[g as usize];
-            let (l2, r2) = if h.seen == se { (h.c2, h.r2) } else { (NONE, 0.0) };
+            let (l2, r2) = if h.seen == se { self.g_p2[g as usize] } else { (NONE, 0.0) };
             self.gh[g as usize].seen = done;
             served.push(g);
             self.aalo_class(l, g as usize, l1, r1, l2, r2);
