@@ -12,8 +12,7 @@ Every Δt, for every managed topology that runs: observe (its engine's profiler 
 flow, :class:`~streamband.loop.engine.SwitchMeasured`, and link statistics), decide (its
 policy, switchable live), then one enforcement of every topology's flows through the
 meter enforcer every backend uses (:class:`~streamband.loop.openflow.MeterEnforcer`: one
-batch, leased for 3 Δt, or 3 x the longest of the last 10 gaps between steps when they
-run late,
+batch, leased for 3 Δt, or 3 x the longest recent gap between steps when they run late,
 :class:`~streamband.loop.manager.Lease`, so a dead manager fails open). Rules of safety:
 
 - a report or a flow state with a non-finite, negative or absurd value is rejected and
