@@ -307,15 +307,49 @@ def sender_split_links(routing: sp.spmatrix | sp.sparray, link_kind: np.ndarray,
     return (np.asarray(link_kind) == DOWNLINK) & has_flow & (held <= KEEP_UP * arrived)
 
 
+def sender_held_links(routing: sp.spmatrix | sp.sparray, link_kind: np.ndarray,
+                      state: FlowState) -> np.ndarray:
+    """(L,) the downlinks whose flows' senders hold at least what their receivers hold,
+    Σ_f L^s_f(t+Δt) >= Σ_f L^r_f(t+Δt) > 0, or whose receivers keep up
+    (:func:`sender_split_links`): there the backlog that decides which input is behind
+    waits at the senders, and eq. (3) splits by it.
+
+    Problem (4) reads ρ_f from one interval's deliveries wherever a join holds its
+    early input in a store: the input that delivered most is ahead, holds most, and gets
+    the floor the next step (Trending Topics on Kafka-fed Storm: caps of 0-9.8 Mbit/s on
+    a 15 Mbit/s downlink, step to step). The senders' backlogs there are integrals over
+    the whole run (50-78 MB at the word counters), so eq. (3)'s split follows the inputs'
+    volumes and moves slowly.
+
+    Examples
+    --------
+    >>> r = sp.csr_matrix(np.ones((2, 1)))
+    >>> z, v = np.zeros(2), np.array([1e5, 1e5])
+    >>> held = np.array([0.0, 1e6])
+    >>> k = np.array([DOWNLINK])
+    >>> sender_held_links(r, k, FlowState(z, np.array([5e6, 1e6]), z, held, v)).tolist()
+    [True]
+    >>> sender_held_links(r, k, FlowState(z, np.array([1e5, 1e5]), z, held, v)).tolist()
+    [False]
+    """
+    keep_up = sender_split_links(routing, link_kind, state)
+    on = _crosses(routing)
+    if 0 in on.shape:
+        return keep_up
+    held = np.asarray(on.T @ np.maximum(state.lr1, 0.0)).ravel()
+    waiting = np.asarray(on.T @ np.maximum(state.ls1, 0.0)).ravel()
+    return keep_up | ((np.asarray(link_kind) == DOWNLINK) & (held > 0) & (waiting >= held))
+
+
 def appaware_store(p: AllocProblem) -> np.ndarray:
     """000 Algorithm 1 (:func:`~streamband.alloc.appaware.appaware`) for receivers that
     keep the tuples they wait with in a store of their own (a join's, an event-time
     aligner's) rather than in the input queues the profiler reads: eq. (3) in place of
-    problem (4) on the downlinks whose receivers keep up (:func:`sender_split_links`),
-    as ``hierarchical`` does inside each application's share. On Storm, the Trending
-    Topics aggregator and the Trucking IoT combiner hold their tuples so (L^r = 0), and
-    problem (4) then repeats the last step's split: after a step in which the
-    aggregator's inputs trickled it capped them to 0.5 Mbit/s of a 10 Mbit/s link.
+    problem (4) on the downlinks whose receivers keep up or whose senders hold more
+    (:func:`sender_held_links`). On spout-fed Storm, the Trending Topics aggregator and
+    the Trucking IoT combiner hold their tuples so (L^r = 0), and problem (4) then
+    repeats the last step's split: after a step in which the aggregator's inputs
+    trickled it capped them to 0.5 Mbit/s of a 10 Mbit/s link.
 
     Examples
     --------
@@ -330,7 +364,7 @@ def appaware_store(p: AllocProblem) -> np.ndarray:
     >>> appaware_store(p).tolist()
     [7.5, 2.5]
     """
-    kind = np.where(sender_split_links(p.routing, p.link_kind, p.state), UPLINK, p.link_kind)
+    kind = np.where(sender_held_links(p.routing, p.link_kind, p.state), UPLINK, p.link_kind)
     return appaware(replace(p, link_kind=kind))
 
 

@@ -65,10 +65,12 @@ STORM_WARMUP_S = 60.0
 #: downlinks; eq. (3) splits those by the senders' backlogs. On the simulator both give
 #: the same gains.
 UNDER_TEST = {"sim": "appaware", "storm": "appaware-store"}
-#: Kafka-fed, the joins report what waits in their stores (problem (4)'s receiver
-#: backlog), so Algorithm 1 as written is under test; Flink's jobs are always Kafka-fed,
-#: and its credit-based flow control shows a receiver's backlog in its input pools
-UNDER_TEST_KAFKA = {"storm": "appaware", "sim": "appaware", "flink": "appaware"}
+#: Kafka-fed Storm: the joins report what waits in their stores, but problem (4) reads
+#: ρ from one interval's deliveries there and its caps swing; the senders hold the
+#: integral backlog (the spouts' unread records, the word counters' queues), so eq. (3)
+#: splits those downlinks (``appaware-store``). Flink's credit-based flow control shows a
+#: receiver's backlog in its input pools
+UNDER_TEST_KAFKA = {"storm": "appaware-store", "sim": "appaware", "flink": "appaware"}
 #: the smallest throughput gain over tcp that counts as app-aware doing its job
 MIN_GAIN_PCT = 10.0
 #: issue 33, Kafka-fed Storm at 10/15/20 Mbit/s (edge): app-aware's paired gain over TCP
