@@ -12,7 +12,11 @@ channels:
   subpartitions handed to Netty;
 - ``L^s_f`` (sender backlog): the socket's send queue plus what the producer's
   subpartitions hold, written but not yet handed to Netty (under credit-based flow control
-  a channel's buffers wait there until the consumer announces credit);
+  a channel's buffers wait there until the consumer announces credit); plus, for a pair
+  out of a source task, the bytes it will carry for the records its source has not
+  fetched yet: the task's ``pendingRecords`` (FLIP-33; the Kafka source's backlog) times
+  the bytes the pair handed per record the task emitted (its last interval with
+  emissions), as the Storm profiler counts a Kafka spout's;
 - ``L^r_f`` (receiver backlog): the bytes the consumer's input channels of the pair have
   received and the task has not yet processed, plus what waits in a join's own state for
   this input (operator gauge ``streamband-store``, per input component, split among the
@@ -79,6 +83,19 @@ def _count(v: Any) -> float:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and v > 0 else 0.0
 
 
+def source_backlog(pair: TmPair, reports: dict[str, dict[str, Any]]) -> tuple[float, float]:
+    """(records not yet fetched, records emitted) of the pair's producing tasks that are
+    sources (report ``pendingRecords``; 0, 0 for any other task)."""
+    tasks = (reports.get(pair.src.id) or {}).get("tasks", {})
+    pending = emitted = 0.0
+    for key in {f"{ch.src_vertex}:{ch.src_subtask}" for ch in pair.channels}:
+        task = tasks.get(key) or {}
+        if "pendingRecords" in task:
+            pending += _count(task.get("pendingRecords"))
+            emitted += _count(task.get("numRecordsOut"))
+    return pending, emitted
+
+
 def _store_waiting(rep: dict[str, Any], vertex: str, subtask: int, comp: str) -> float:
     """Bytes waiting in the stores of a consumer task for input ``comp``."""
     task = (rep.get("tasks") or {}).get(f"{vertex}:{subtask}") or {}
@@ -108,6 +125,9 @@ class FlinkProfiler:
         self._conn: list[tuple[Any, ...] | None] = [None] * n
         self._ls = np.zeros(n)
         self._lr = np.zeros(n)
+        self._emitted = np.zeros(n)
+        #: per pair, bytes it handed per record its source tasks emitted
+        self._per_record = np.zeros(n)
         self.samples = 0
         self.last: dict[str, Any] | None = None
         self.interval_s: float | None = None
@@ -153,7 +173,13 @@ class FlinkProfiler:
         sent = np.where(same, np.maximum(acked - self._acked, 0.0), d_handed)
         send_q = np.array([s.send_q if s else 0.0 for s in kernel], float)
         waiting = np.array([max(c["written"] - c["handed"], 0.0) for c in chans])
-        ls = send_q + waiting
+        pending, emitted = np.array([source_backlog(p, reports) for p in self.pairs]).reshape(
+            n, 2).T
+        d_emitted = emitted - self._emitted
+        self._per_record = np.where(d_emitted > 0,
+                                    d_handed / np.where(d_emitted > 0, d_emitted, 1.0),
+                                    self._per_record)
+        ls = send_q + waiting + pending * self._per_record
         lr = np.array([c["rx_bytes"] for c in chans])
         # a join's own store, per input component, split among the pairs of that input into
         # the same consumer task by the bytes each handed over in the interval
@@ -172,6 +198,7 @@ class FlinkProfiler:
             lr[idx] += held * w
         state = FlowState(ls0=self._ls, ls1=ls, lr0=self._lr, lr1=lr, sent=sent)
         self._handed, self._acked, self._ls, self._lr = handed, acked, ls, lr
+        self._emitted = emitted
         self._conn = [s.four_tuple if s else None for s in kernel]
         self.samples += 1
         ages = [snap.get("time", 0.0) - r.get("recv", 0.0) for r in reports.values()]
@@ -179,6 +206,7 @@ class FlinkProfiler:
                      "handed": d_handed.tolist(), "waiting": waiting.tolist(),
                      "send_q": send_q.tolist(), "channels_found": [c["found"] for c in chans],
                      "sender_backlog_buffers": [c["backlog"] for c in chans],
+                     "source_pending": pending.tolist(),
                      "socket": [s.four_tuple if s else None for s in kernel],
                      "report_age_s": max(ages) if ages else None,
                      "interval_s": self.interval_s, "tms": sorted(reports),

@@ -44,7 +44,8 @@ import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.ObjectMap
  *
  * <p>Where a job's own operators say where their records wait, it adds them: operator gauges
  * named {@code streamband-store} (a join's own store) and {@code streamband-source} (a source's
- * backlog in Kafka), per task, as the Storm reporter does.
+ * backlog in Kafka), per task, as the Storm reporter does; and any source's standard {@code
+ * pendingRecords} gauge (FLIP-33: the Kafka source's records not yet fetched), summed per task.
  *
  * <p>Configured in the Flink configuration, no change to any job: {@code
  * metrics.reporter.streamband.factory.class: streamband.flink.reporter.FlowReporterFactory},
@@ -59,6 +60,10 @@ public class FlowReporter implements MetricReporter, Scheduled {
         "numBuffersOut", "outPoolUsage", "inPoolUsage", "backPressuredTimeMsPerSecond",
         "busyTimeMsPerSecond", "idleTimeMsPerSecond", "outputQueueLength", "inputQueueLength",
         "outputQueueSize", "inputQueueSize");
+
+    /** A source operator's records not yet fetched (FLIP-33; the Kafka source's end offsets less
+     * its positions), reported per task as {@code pendingRecords}. */
+    static final String PENDING = "pendingRecords";
 
     /** One task's metrics: what {@link #notifyOfAddedMetric} was given. */
     static final class Task {
@@ -136,7 +141,7 @@ public class FlowReporter implements MetricReporter, Scheduled {
         String key = job + "|" + vertex + ":" + subtask;
         Task t = tasks.computeIfAbsent(key, k -> new Task(job, vertex, Integer.parseInt(subtask), v.get("<task_name>")));
         if (v.containsKey("<operator_id>")) {
-            if (metric instanceof Gauge && name.startsWith("streamband-")) {
+            if (metric instanceof Gauge && (name.startsWith("streamband-") || name.equals(PENDING))) {
                 t.own.put(v.get("<operator_name>") + "|" + name, (Gauge<?>) metric);
             }
             return;
@@ -217,12 +222,24 @@ public class FlowReporter implements MetricReporter, Scheduled {
         }
         Map<String, Object> stores = new TreeMap<>();
         Map<String, Object> sources = new TreeMap<>();
-        t.own.forEach((k, g) -> {
-            Object v = safe(g);
-            if (v != null) {
+        long pending = -1;
+        for (Map.Entry<String, Gauge<?>> e : t.own.entrySet()) {
+            String k = e.getKey();
+            Object v = safe(e.getValue());
+            if (v == null) {
+                continue;
+            }
+            if (k.endsWith("|" + PENDING)) {
+                if (v instanceof Number && ((Number) v).longValue() >= 0) {
+                    pending = Math.max(pending, 0) + ((Number) v).longValue();
+                }
+            } else {
                 (k.endsWith("streamband-source") ? sources : stores).put(k.substring(0, k.indexOf('|')), v);
             }
-        });
+        }
+        if (pending >= 0) {
+            out.put(PENDING, pending);
+        }
         if (!stores.isEmpty()) {
             out.put("stores", stores);
         }
