@@ -316,10 +316,10 @@ def sender_held_links(routing: sp.spmatrix | sp.sparray, link_kind: np.ndarray,
 
     Problem (4) reads ρ_f from one interval's deliveries wherever a join holds its
     early input in a store: the input that delivered most is ahead, holds most, and gets
-    the floor the next step (Trending Topics on Kafka-fed Storm: caps of 0-9.8 Mbit/s on
-    a 15 Mbit/s downlink, step to step). The senders' backlogs there are integrals over
-    the whole run (50-78 MB at the word counters), so eq. (3)'s split follows the inputs'
-    volumes and moves slowly.
+    the floor the next step, so the caps swing from step to step. The senders' backlogs
+    there (a Kafka spout's unread records among them) integrate each input's need less
+    its service over the whole run, so eq. (3)'s split x_f = C L^s_f / Σ L^s follows the
+    inputs' volumes, x_f = C g_f / Σ g for backlogs growing from zero, and moves slowly.
 
     Examples
     --------

@@ -25,8 +25,7 @@ Storm counts task messages, not bytes. Conversions, per flow and interval:
   source has not read yet: the topic's backlog (records) times the flow's messages per
   record the spout emitted (its last interval with emissions) times ``b``. For a join
   fed by independent topics, that backlog is where the input that is behind in event
-  time waits (Trucking IoT at 20 Mbit/s: 46-94 MB of truck events against under 1 MB
-  of congestion records), and it is the backlog the input still has to deliver;
+  time waits, and it is the backlog the input still has to deliver;
 - ``L^r_f`` (receiver backlog): ``b`` times the receive-queue population of the
   receiving worker's executors, split among the flows into that worker by their
   messages in the interval (one receive queue per executor mixes all its inputs).
