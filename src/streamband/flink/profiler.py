@@ -13,10 +13,8 @@ channels:
 - ``L^s_f`` (sender backlog): the socket's send queue plus what the producer's
   subpartitions hold, written but not yet handed to Netty (under credit-based flow control
   a channel's buffers wait there until the consumer announces credit); plus, for a pair
-  out of a source task, the bytes it will carry for the records its source has not
-  fetched yet: the task's ``pendingRecords`` (FLIP-33; the Kafka source's backlog) times
-  the bytes the pair handed per record the task emitted (its last interval with
-  emissions), as the Storm profiler counts a Kafka spout's;
+  out of a source task, the bytes it will carry for the task's ``pendingRecords``
+  (FLIP-33; the Kafka source's records not fetched yet; :mod:`streamband.loop.source_backlog`);
 - ``L^r_f`` (receiver backlog): the bytes the consumer's input channels of the pair have
   received and the task has not yet processed, plus what waits in a join's own state for
   this input (operator gauge ``streamband-store``, per input component, split among the
@@ -36,6 +34,7 @@ from streamband.alloc.base import FlowState
 from streamband.flink.flows import TmPair, connection
 from streamband.loop.reports import read_snapshot
 from streamband.loop.sockets import TcpSocket
+from streamband.loop.source_backlog import SourceBacklog
 
 #: a host's established sockets: (host ip, with the processes that hold them)
 SocketReader = Callable[[str, bool], list[TcpSocket]]
@@ -83,7 +82,7 @@ def _count(v: Any) -> float:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and v > 0 else 0.0
 
 
-def source_backlog(pair: TmPair, reports: dict[str, dict[str, Any]]) -> tuple[float, float]:
+def source_records(pair: TmPair, reports: dict[str, dict[str, Any]]) -> tuple[float, float]:
     """(records not yet fetched, records emitted) of the pair's producing tasks that are
     sources (report ``pendingRecords``; 0, 0 for any other task)."""
     tasks = (reports.get(pair.src.id) or {}).get("tasks", {})
@@ -125,9 +124,7 @@ class FlinkProfiler:
         self._conn: list[tuple[Any, ...] | None] = [None] * n
         self._ls = np.zeros(n)
         self._lr = np.zeros(n)
-        self._emitted = np.zeros(n)
-        #: per pair, bytes it handed per record its source tasks emitted
-        self._per_record = np.zeros(n)
+        self._source = SourceBacklog(n)
         self.samples = 0
         self.last: dict[str, Any] | None = None
         self.interval_s: float | None = None
@@ -173,13 +170,9 @@ class FlinkProfiler:
         sent = np.where(same, np.maximum(acked - self._acked, 0.0), d_handed)
         send_q = np.array([s.send_q if s else 0.0 for s in kernel], float)
         waiting = np.array([max(c["written"] - c["handed"], 0.0) for c in chans])
-        pending, emitted = np.array([source_backlog(p, reports) for p in self.pairs]).reshape(
+        pending, emitted = np.array([source_records(p, reports) for p in self.pairs]).reshape(
             n, 2).T
-        d_emitted = emitted - self._emitted
-        self._per_record = np.where(d_emitted > 0,
-                                    d_handed / np.where(d_emitted > 0, d_emitted, 1.0),
-                                    self._per_record)
-        ls = send_q + waiting + pending * self._per_record
+        ls = send_q + waiting + self._source.carried_for(pending, emitted, d_handed)
         lr = np.array([c["rx_bytes"] for c in chans])
         # a join's own store, per input component, split among the pairs of that input into
         # the same consumer task by the bytes each handed over in the interval
@@ -198,7 +191,6 @@ class FlinkProfiler:
             lr[idx] += held * w
         state = FlowState(ls0=self._ls, ls1=ls, lr0=self._lr, lr1=lr, sent=sent)
         self._handed, self._acked, self._ls, self._lr = handed, acked, ls, lr
-        self._emitted = emitted
         self._conn = [s.four_tuple if s else None for s in kernel]
         self.samples += 1
         ages = [snap.get("time", 0.0) - r.get("recv", 0.0) for r in reports.values()]

@@ -21,11 +21,8 @@ Storm counts task messages, not bytes. Conversions, per flow and interval:
   because with a bounded spout (``topology.max.spout.pending``) those queues hold the
   in-flight window wherever the slow branch starts, tuples that came over no metered
   link, and Algorithm 1 then starves the other flow of 001's fork-join; plus, for a
-  flow out of a Kafka spout's worker, the bytes it will carry for the records its
-  source has not read yet: the topic's backlog (records) times the flow's messages per
-  record the spout emitted (its last interval with emissions) times ``b``. For a join
-  fed by independent topics, that backlog is where the input that is behind in event
-  time waits, and it is the backlog the input still has to deliver;
+  flow out of a Kafka spout's worker, ``b`` times the messages it will carry for the
+  records its topic holds unread (:mod:`streamband.loop.source_backlog`);
 - ``L^r_f`` (receiver backlog): ``b`` times the receive-queue population of the
   receiving worker's executors, split among the flows into that worker by their
   messages in the interval (one receive queue per executor mixes all its inputs).
@@ -48,6 +45,7 @@ from streamband.alloc.base import FlowState
 from streamband.loop.engine import Counters, SwitchMeasured
 from streamband.loop.reports import read_snapshot, worker_reports
 from streamband.loop.sockets import TcpSocket, tcp_sockets
+from streamband.loop.source_backlog import SourceBacklog
 from streamband.storm.flows import FlowMapping, WorkerPair, connection
 
 #: a host's established sockets: (host ip, with the processes that hold them)
@@ -78,9 +76,7 @@ class StormProfiler:
         self._conn: list[tuple[Any, ...] | None] = [None] * n
         self._ls = np.zeros(n)
         self._lr = np.zeros(n)
-        self._next = np.zeros(n)
-        #: per flow, messages it carried per record its worker's spouts emitted
-        self._per_record = np.zeros(n)
+        self._source = SourceBacklog(n)
         self.samples = 0
         self.last: dict[str, Any] | None = None
         #: seconds the last flow state covers (None before the second call)
@@ -170,13 +166,9 @@ class StormProfiler:
                                              weights).items():
                 lr[idx[part]] += share * self.bpm[idx[part]]
         lag, lag_bytes, emitted = _source_lag(reports, self.pairs)
-        d_next = np.asarray(emitted) - self._next
-        self._per_record = np.where(d_next > 0, d_msgs / np.where(d_next > 0, d_next, 1.0),
-                                    self._per_record)
-        ls = ls + np.asarray(lag) * self._per_record * self.bpm
+        ls = ls + self._source.carried_for(np.asarray(lag), np.asarray(emitted), d_msgs) * self.bpm
         state = FlowState(ls0=self._ls, ls1=ls, lr0=self._lr, lr1=lr, sent=d_bytes)
         self._msgs, self._acked, self._ls, self._lr = msgs, acked, ls, lr
-        self._next = np.asarray(emitted, float)
         self._conn = [s.four_tuple if s else None for s in kernel]
         self.samples += 1
         self.last = {"sent": d_bytes.tolist(), "msgs_total": msgs.tolist(), "ls": ls.tolist(),
