@@ -267,7 +267,7 @@ KEEP_UP = 0.05
 
 
 def sender_split_links(routing: sp.spmatrix | sp.sparray, link_kind: np.ndarray,
-                       state: FlowState) -> np.ndarray:
+                       state: FlowState, senders_hold: bool = False) -> np.ndarray:
     """(L,) the downlinks on which ``hierarchical`` splits an application's share by its
     senders' need, eq. (3), instead of its receivers' consumption, problem (4) (000
     §IV-B): those whose receivers keep up, Σ_f L^r_f(t+Δt) <= :data:`KEEP_UP` Σ_f V_f
@@ -297,6 +297,23 @@ def sender_split_links(routing: sp.spmatrix | sp.sparray, link_kind: np.ndarray,
     >>> held = np.array([0.0, 1e6])
     >>> sender_split_links(r, np.array([DOWNLINK]), FlowState(z, z, z, held, v)).tolist()
     [False]
+
+    With ``senders_hold``, also the downlinks whose flows' senders hold at least what
+    their receivers hold, Σ_f L^s_f(t+Δt) >= Σ_f L^r_f(t+Δt) > 0: there the backlog
+    that decides which input is behind waits at the senders. Problem (4) reads ρ_f from
+    one interval's deliveries wherever a join holds its early input in a store: the
+    input that delivered most is ahead, holds most, and gets the floor the next step, so
+    the caps swing from step to step. The senders' backlogs there (a source's unread
+    records among them, :mod:`streamband.loop.source_backlog`) integrate each input's
+    need less its service over the whole run, so eq. (3)'s split x_f = C L^s_f / Σ L^s
+    follows the inputs' volumes, x_f = C g_f / Σ g for backlogs growing from zero, and
+    moves slowly.
+
+    >>> k, v = np.array([DOWNLINK]), np.array([1e5, 1e5])
+    >>> sender_split_links(r, k, FlowState(z, np.array([5e6, 1e6]), z, held, v), True).tolist()
+    [True]
+    >>> sender_split_links(r, k, FlowState(z, np.array([1e5, 1e5]), z, held, v), True).tolist()
+    [False]
     """
     on = _crosses(routing)
     if 0 in on.shape:
@@ -304,41 +321,11 @@ def sender_split_links(routing: sp.spmatrix | sp.sparray, link_kind: np.ndarray,
     held = np.asarray(on.T @ np.maximum(state.lr1, 0.0)).ravel()
     arrived = np.asarray(on.T @ np.maximum(state.sent, 0.0)).ravel()
     has_flow = np.asarray(on.sum(axis=0)).ravel() > 0
-    return (np.asarray(link_kind) == DOWNLINK) & has_flow & (held <= KEEP_UP * arrived)
-
-
-def sender_held_links(routing: sp.spmatrix | sp.sparray, link_kind: np.ndarray,
-                      state: FlowState) -> np.ndarray:
-    """(L,) the downlinks whose flows' senders hold at least what their receivers hold,
-    Σ_f L^s_f(t+Δt) >= Σ_f L^r_f(t+Δt) > 0, or whose receivers keep up
-    (:func:`sender_split_links`): there the backlog that decides which input is behind
-    waits at the senders, and eq. (3) splits by it.
-
-    Problem (4) reads ρ_f from one interval's deliveries wherever a join holds its
-    early input in a store: the input that delivered most is ahead, holds most, and gets
-    the floor the next step, so the caps swing from step to step. The senders' backlogs
-    there (a Kafka spout's unread records among them) integrate each input's need less
-    its service over the whole run, so eq. (3)'s split x_f = C L^s_f / Σ L^s follows the
-    inputs' volumes, x_f = C g_f / Σ g for backlogs growing from zero, and moves slowly.
-
-    Examples
-    --------
-    >>> r = sp.csr_matrix(np.ones((2, 1)))
-    >>> z, v = np.zeros(2), np.array([1e5, 1e5])
-    >>> held = np.array([0.0, 1e6])
-    >>> k = np.array([DOWNLINK])
-    >>> sender_held_links(r, k, FlowState(z, np.array([5e6, 1e6]), z, held, v)).tolist()
-    [True]
-    >>> sender_held_links(r, k, FlowState(z, np.array([1e5, 1e5]), z, held, v)).tolist()
-    [False]
-    """
-    keep_up = sender_split_links(routing, link_kind, state)
-    on = _crosses(routing)
-    if 0 in on.shape:
-        return keep_up
-    held = np.asarray(on.T @ np.maximum(state.lr1, 0.0)).ravel()
-    waiting = np.asarray(on.T @ np.maximum(state.ls1, 0.0)).ravel()
-    return keep_up | ((np.asarray(link_kind) == DOWNLINK) & (held > 0) & (waiting >= held))
+    split = held <= KEEP_UP * arrived
+    if senders_hold:
+        waiting = np.asarray(on.T @ np.maximum(state.ls1, 0.0)).ravel()
+        split |= (held > 0) & (waiting >= held)
+    return (np.asarray(link_kind) == DOWNLINK) & has_flow & split
 
 
 def appaware_store(p: AllocProblem) -> np.ndarray:
@@ -346,10 +333,10 @@ def appaware_store(p: AllocProblem) -> np.ndarray:
     keep the tuples they wait with in a store of their own (a join's, an event-time
     aligner's) rather than in the input queues the profiler reads: eq. (3) in place of
     problem (4) on the downlinks whose receivers keep up or whose senders hold more
-    (:func:`sender_held_links`). On spout-fed Storm, the Trending Topics aggregator and
-    the Trucking IoT combiner hold their tuples so (L^r = 0), and problem (4) then
-    repeats the last step's split: after a step in which the aggregator's inputs
-    trickled it capped them to 0.5 Mbit/s of a 10 Mbit/s link.
+    (:func:`sender_split_links` with ``senders_hold``). On spout-fed Storm, the Trending
+    Topics aggregator and the Trucking IoT combiner hold their tuples so (L^r = 0), and
+    problem (4) then repeats the last step's split: after a step in which the
+    aggregator's inputs trickled it capped them to 0.5 Mbit/s of a 10 Mbit/s link.
 
     Examples
     --------
@@ -364,7 +351,8 @@ def appaware_store(p: AllocProblem) -> np.ndarray:
     >>> appaware_store(p).tolist()
     [7.5, 2.5]
     """
-    kind = np.where(sender_held_links(p.routing, p.link_kind, p.state), UPLINK, p.link_kind)
+    kind = np.where(sender_split_links(p.routing, p.link_kind, p.state, senders_hold=True),
+                    UPLINK, p.link_kind)
     return appaware(replace(p, link_kind=kind))
 
 
