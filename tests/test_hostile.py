@@ -631,7 +631,16 @@ API_CASES = [
      f'"link_rate_bps": NaN}}]}}'.encode(), "link_rate_bps"),
     ("PUT", "/v1/classes", b'{"classes": [], "shapes": {"p": {"reserve_bps": NaN}}}',
      "reserve_bps"),
+    ("PUT", "/v1/rates", f'{{"rates": [{{"flow": {FLOW}, "rate_bps": NaN, "port": "p"}}]}}'
+     .encode(), "rate_bps"),
+    ("PUT", "/v1/rates", b'{"rates": [], "lease_s": Infinity}', "lease_s"),
     # values that are not what they look like, or absurd
+    ("PUT", "/v1/rates", f'{{"rates": [{{"flow": {FLOW}, "rate_bps": 0, "port": "p"}}]}}'
+     .encode(), "rate_bps"),
+    ("PUT", "/v1/rates", f'{{"rates": [{{"flow": {FLOW}, "rate_bps": 1e300, "port": "p"}}]}}'
+     .encode(), "rate_bps"),
+    ("PUT", "/v1/rates", f'{{"rates": [{{"flow": {FLOW}, "rate_bps": 1e6}}]}}'.encode(),
+     "port"),
     ("PUT", "/v1/meters", meters('"rate_bps": -5'), "rate_bps"),
     ("PUT", "/v1/meters", meters('"rate_bps": 0'), "rate_bps"),
     ("PUT", "/v1/meters", meters('"rate_bps": true'), "rate_bps"),
@@ -693,6 +702,7 @@ def test_api_refuses_with_4xx(controller, method, path, body, field):
         assert r.status_code == 422 and field in json.dumps(r.json()["detail"]), r.text[:300]
     assert controller.get("/v1/hosts").json() == {}
     assert controller.get("/v1/meters").json() == []
+    assert controller.get("/v1/rates").json() == []
     assert controller.get("/v1/health").status_code == 200
 
 

@@ -89,6 +89,9 @@ class FlinkRunner:
         Δt of the live manager loop, seconds.
     guard : bool
         Do no harm (:class:`~streamband.loop.guard.HarmGuard`).
+    enforce : str
+        The managed policies' rates as OpenFlow meters (``meter``) or as per-flow rate
+        classes on the switch egress ports (``shaper``, :mod:`streamband.sdn.shaper`).
     alignment_ms : float
         Flink's own answer (FLIP-217 watermark alignment): a source whose watermark runs
         this far ahead pauses; 0: off.
@@ -99,13 +102,14 @@ class FlinkRunner:
 
     def __init__(self, out: Path, seconds: float = 60.0, warmup_s: float = 20.0,
                  dt: float = 1.0, guard: bool = False, alignment_ms: float = 0.0,
-                 source: str = "kafka", **control: Any) -> None:
+                 source: str = "kafka", enforce: str = "meter", **control: Any) -> None:
         if os.geteuid() != 0:
             raise PreconditionError("--backend flink: needs root (the testbed's namespaces)")
         if source != "kafka":
             raise SpecError(f"--source: the Flink jobs read Kafka topics, got {source!r}")
         self.out, self.seconds, self.warmup_s, self.dt = Path(out), seconds, warmup_s, dt
         self.guard, self.alignment_ms, self.control = guard, alignment_ms, control
+        self.enforce = enforce
         # no checkpoints: what a failed TaskManager held is lost, as Storm with acking off
         self.source, self.guarantee = source, "at-most-once"
         self.tb: Any = None
@@ -236,7 +240,8 @@ class FlinkRunner:
         samples = Samples(self.seconds, progress)
         r = mj.run(policy if entry.kind == "loop" else "tcp", self.seconds, self.dt,
                    log=window_log(self.out, window_tag(case, policy), self.count),
-                   on_step=samples.on_step, guard=self.guard, warmup_s=self.warmup_s)
+                   on_step=samples.on_step, guard=self.guard, warmup_s=self.warmup_s,
+                   enforce=self.enforce)
         row = window_row(r, mj.job)
         util, links = measured_links(self.tb.topo, mj.routing, r["link_used_bps"],
                                      reference_links)

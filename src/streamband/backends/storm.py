@@ -98,6 +98,9 @@ class StormRunner:
         the links carry the spec's bytes/s while Storm processes ``1/S`` of its tuples,
         for machines whose cores cannot process the spec's tuple rate. Throughput is
         reported in the tuples Storm processed.
+    enforce : str
+        The managed policies' rates as OpenFlow meters (``meter``) or as per-flow rate
+        classes on the switch egress ports (``shaper``, :mod:`streamband.sdn.shaper`).
     """
 
     __test__ = False
@@ -106,11 +109,12 @@ class StormRunner:
     def __init__(self, out: Path, seconds: float = 60.0, warmup_s: float = 30.0,
                  dt: float = 1.0, guard: bool = False, max_pending: int = MAX_PENDING,
                  tuple_scale: float | dict[str, float] = 1.0, source: str = "spout",
-                 guarantee: str = "at-most-once", **control: Any) -> None:
+                 guarantee: str = "at-most-once", enforce: str = "meter",
+                 **control: Any) -> None:
         if os.geteuid() != 0:
             raise PreconditionError("--backend storm: needs root (the testbed's namespaces)")
         self.out, self.seconds, self.warmup_s, self.dt = Path(out), seconds, warmup_s, dt
-        self.guard = guard
+        self.guard, self.enforce = guard, enforce
         self.max_pending = max_pending
         self.tuple_scale = tuple_scale
         if source not in SOURCES:
@@ -249,7 +253,7 @@ class StormRunner:
         samples = Samples(self.seconds, progress)
         r = mt.run(policy if entry.kind == "loop" else "tcp", self.seconds, self.dt,
                    log=window_log(self.out, window_tag(case, policy), self.count),
-                   on_step=samples.on_step, guard=self.guard,
+                   on_step=samples.on_step, guard=self.guard, enforce=self.enforce,
                    warmup_s=self.warmup_s if self.source == "kafka" else 0.0)
         util, links = measured_links(self.tb.topo, mt.routing, r["link_used_bps"],
                                      reference_links)
@@ -420,7 +424,8 @@ class StormApps:
         samples = Samples(r.seconds + r.warmup_s, progress)
         res = (tops.run(policy, r.seconds, step, class_dt, spec.appfair.params(),
                         log=window_log(r.out, window_tag(case, policy), r.count),
-                        on_step=samples.on_step, guard=r.guard, warmup_s=r.warmup_s) if loop
+                        on_step=samples.on_step, guard=r.guard, warmup_s=r.warmup_s,
+                        enforce=r.enforce) if loop
                else tops.observe(r.seconds, r.warmup_s))
         return self.record(spec, case, policy, tops, res, samples, reference_links)
 

@@ -89,6 +89,11 @@ GUARANTEE_HELP = ("storm, --source kafka: at-most-once (acking off, the default)
                   "at-least-once (every tuple acked, failed ones replayed from Kafka)")
 
 
+ENFORCE_HELP = ("storm, flink: how the managed policies' rates are enforced: meter "
+                "(an OpenFlow meter per flow, policing: above its rate a packet is dropped; "
+                "the default) or shaper (an HTB class per flow on the switch egress ports of "
+                "its path, ceil the link: above its rate a packet waits, and what one flow "
+                "leaves unused goes to the others in proportion to their rates)")
 ALIGNMENT_HELP = ("flink: Flink's watermark alignment (FLIP-217), its own answer to a "
                   "lagging input: a source whose watermark runs this many ms ahead of the "
                   "slowest pauses (default: 0, off)")
@@ -114,6 +119,7 @@ def run(
     source: str = typer.Option(None, help=SOURCE_HELP),
     guarantee: str = typer.Option(None, help=GUARANTEE_HELP),
     alignment_ms: float = typer.Option(None, help=ALIGNMENT_HELP),
+    enforce: str = typer.Option(None, help=ENFORCE_HELP),
 ) -> None:
     """Run an experiment spec: a table per app, results.json and report.html."""
     from streamband.backends import backend as get_backend
@@ -124,7 +130,7 @@ def run(
     out = out_dir(out_)  # typed str: an empty --out is refused, not read as '.'
     opts = _options(backend, seconds, repeat, max_pending=max_pending, guard=guard,
                     tuple_scale=tuple_scale, source=source, guarantee=guarantee,
-                    alignment_ms=alignment_ms)
+                    alignment_ms=alignment_ms, enforce=enforce)
     parsed = with_options(load_spec(spec), opts)
     mod = get_backend(backend)
     runner = (mod.Runner() if backend == "sim"
@@ -140,7 +146,7 @@ def run(
 def _options(backend: str, seconds: float | None, repeat: int, max_pending: int | None = None,
              tuple_scale: float | None = None, source: str | None = None,
              guarantee: str | None = None, alignment_ms: float | None = None,
-             **more: object):  # noqa: ANN202
+             enforce: str | None = None, **more: object):  # noqa: ANN202
     from streamband.backends import BACKENDS
     from streamband.experiments.base import Options
 
@@ -180,9 +186,17 @@ def _options(backend: str, seconds: float | None, repeat: int, max_pending: int 
         if backend != "flink":
             raise OptionError(f"--alignment-ms: applies to --backend flink only, got {backend}")
         number(alignment_ms, "--alignment-ms", 0.0, 3_600_000.0, unit="ms")
+    if enforce is not None:
+        from streamband.loop.openflow import ENFORCE
+
+        if backend not in ("storm", "flink"):
+            raise OptionError(f"--enforce: applies to --backend storm or flink, got {backend}")
+        if enforce not in ENFORCE:
+            raise OptionError(f"--enforce: expected one of {', '.join(ENFORCE)}, got "
+                              f"{enforce!r}{nearest(enforce, ENFORCE)}")
     return Options(backend=backend, seconds=seconds, repeat=repeat,  # type: ignore[arg-type]
                    max_pending=max_pending, tuple_scale=tuple_scale, source=source,
-                   guarantee=guarantee, alignment_ms=alignment_ms, **more)
+                   guarantee=guarantee, alignment_ms=alignment_ms, enforce=enforce, **more)
 
 
 @app.command()
@@ -206,6 +220,7 @@ def bench(
     source: str = typer.Option(None, help=SOURCE_HELP),
     guarantee: str = typer.Option(None, help=GUARANTEE_HELP),
     alignment_ms: float = typer.Option(None, help=ALIGNMENT_HELP),
+    enforce: str = typer.Option(None, help=ENFORCE_HELP),
     spec: Path = typer.Option(None, help="paper-002: a Swift experiment spec (YAML) in "
                               "place of the shipped one (other experiments: streamband "
                               "run SPEC)"),
@@ -236,7 +251,8 @@ def bench(
         given["spec"] = load(spec)
     opts = _options(backend, seconds, repeat, full_trace=full_trace, policy=policy,
                     guard=guard, max_pending=max_pending, tuple_scale=tuple_scale,
-                    source=source, guarantee=guarantee, alignment_ms=alignment_ms)
+                    source=source, guarantee=guarantee, alignment_ms=alignment_ms,
+                    enforce=enforce)
     target = out_dir(out if out is not None
                      else Path("out") / (name + ("" if backend == "sim" else f"-{backend}")))
     outcome = mod.run(target, opts, _console(), **given)

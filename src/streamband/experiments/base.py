@@ -84,7 +84,8 @@ class Options:
     a paced producer fills (``kafka``; ``None``: spouts); ``guarantee`` (storm, kafka):
     ``at-most-once`` (acking off) or ``at-least-once``; ``alignment_ms`` (flink): Flink's
     watermark alignment (FLIP-217), a source this far ahead of the slowest pauses (0 or
-    ``None``: off).
+    ``None``: off); ``enforce`` (storm, flink): the rates as OpenFlow meters (``meter``,
+    the default) or per-flow rate classes on the switch egress ports (``shaper``).
     """
 
     backend: str = "sim"
@@ -98,12 +99,14 @@ class Options:
     source: str | None = None
     guarantee: str | None = None
     alignment_ms: float | None = None
+    enforce: str | None = None
 
     def engine(self) -> dict[str, Any]:
         """A real backend's runner settings given here (the others: its defaults)."""
         given = {"guard": self.guard, "max_pending": self.max_pending,
                  "tuple_scale": self.tuple_scale, "source": self.source,
-                 "guarantee": self.guarantee, "alignment_ms": self.alignment_ms}
+                 "guarantee": self.guarantee, "alignment_ms": self.alignment_ms,
+                 "enforce": self.enforce}
         return {k: v for k, v in given.items() if v is not None}
 
     def alignment_note(self) -> str:

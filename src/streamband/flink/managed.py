@@ -19,7 +19,14 @@ from streamband.flink.profiler import FlinkProfiler, tm_reports
 from streamband.loop.openflow import ControllerLinkStats
 from streamband.loop.reports import read_snapshot
 from streamband.loop.sockets import TcpSocket, tcp_sockets
-from streamband.loop.window import link_loads, loop_record, port_bytes, start_loop, window_manager
+from streamband.loop.window import (
+    clear_enforcement,
+    link_loads,
+    loop_record,
+    port_bytes,
+    start_loop,
+    window_manager,
+)
 from streamband.model.routing import routing_matrix
 from streamband.sdn.client import ControllerClient
 
@@ -86,18 +93,21 @@ class ManagedJob:
 
     def run(self, policy: str, seconds: float, dt: float = 1.0, log: Path | None = None,
             on_step: Callable[[ControllerLinkStats], None] | None = None,
-            guard: bool = False, warmup_s: float = 0.0) -> dict[str, Any]:
+            guard: bool = False, warmup_s: float = 0.0,
+            enforce: str = "meter") -> dict[str, Any]:
         """``policy`` (``tcp`` = no meters, else an allocation policy) for ``warmup_s``
-        then a measured window of ``seconds``; returns what the window measured: the
-        receiver's snapshots at its start and end (``before``, ``after``), the ports' byte
-        counters, the meters installed, the loop's allocations and errors."""
+        then a measured window of ``seconds``, its rates enforced as ``enforce`` says
+        (:func:`~streamband.loop.window.window_manager`); returns what the window
+        measured: the receiver's snapshots at its start and end (``before``, ``after``),
+        the ports' byte counters, the meters installed, the loop's allocations and
+        errors."""
         tb = self.tb
         client = ControllerClient(tb.spec.api)
-        client.delete_meters()
+        clear_enforcement(client)
         profiler = FlinkProfiler(self.snapshot, self.job, self.pairs, self.read, self.names)
         manager = window_manager(client, tb.topo.capacities, tb.link_ports(), tb.topo.kinds,
                                  self.routing, self.keys, policy, profiler, dt,
-                                 np.array(self.bytes), guard)
+                                 np.array(self.bytes), guard, enforce)
         loop = start_loop(manager, log, on_step)
         time.sleep(warmup_s)
         ports0 = port_bytes(client)
@@ -107,7 +117,7 @@ class ManagedJob:
         after, t1 = read_snapshot(self.snapshot), time.time()
         loop.stop()
         ports1 = port_bytes(client)
-        client.delete_meters()
+        clear_enforcement(client)
         client.close()
         span = t1 - t0
         return {

@@ -9,6 +9,8 @@ and enforcement through the SDN controller's HTTP API (:mod:`streamband.sdn`).
   bound to an OpenFlow meter; every push renews the flows' lease (3 Δt), so the
   controller falls back to plain TCP if the manager dies. :class:`CountingEnforcer`
   keeps the flows' counting rules and caps nothing (plain TCP).
+- :class:`ShaperEnforcer`, the same rates as per-flow HTB classes on the switch egress
+  ports (``PUT /v1/rates``): a flow above its rate is queued instead of dropped.
 - :class:`ClassEnforcer`, App-Fair's group scheduling of 000 §VII c: every flow in its
   strict-priority class on each switch egress port of its path (``PUT /v1/classes``:
   HTB ``prio`` classes on the switch-side veths), under the same 3 Δt lease.
@@ -164,6 +166,36 @@ class CountingEnforcer(MeterEnforcer):
 
     def enforce(self, rates_bps: np.ndarray) -> None:
         super().enforce(np.full(len(self.flows), np.inf))
+
+
+class ShaperEnforcer(MeterEnforcer):
+    """The enforcer of :class:`MeterEnforcer` as a shaper that queues: each flow's rate is
+    its own HTB class on the switch egress ports of its path (``ports[i]``, as
+    :class:`ClassEnforcer`'s; ``PUT /v1/rates``, :mod:`streamband.sdn.shaper`), ``ceil``
+    the link, so a flow above its rate waits instead of being dropped and what one flow
+    leaves unused goes to the others in proportion to their rates. The flows keep their
+    counting rules (uncapped meters) under the same lease. A host's uplink is not the
+    switch's to schedule: there its flows share as TCP."""
+
+    def __init__(self, client: ControllerClient, flows: list[dict[str, Any] | None],
+                 ports: list[list[str]], dt: float) -> None:
+        super().__init__(client, flows, dt)
+        self.ports = ports
+        self.rates: dict[str, Any] = {}
+
+    def enforce(self, rates_bps: np.ndarray) -> None:
+        self.last = self.client.put_meters(self.meters(np.full(len(self.flows), np.inf)),
+                                           self.lease_s, replace=True)
+        items = [{"flow": key, "rate_bps": float(max(rate, self.min_rate_bps)), "port": port}
+                 for key, rate, ports in zip(self.flows, rates_bps, self.ports, strict=True)
+                 if key is not None and np.isfinite(rate) for port in ports]
+        if items:
+            self.rates = self.client.put_rates(items, self.lease_s)
+
+
+#: how a window's rates are enforced: OpenFlow meters that police (000 §V-B1) or HTB
+#: classes that queue (:class:`ShaperEnforcer`)
+ENFORCE = ("meter", "shaper")
 
 
 class ClassEnforcer:

@@ -22,6 +22,7 @@ from streamband.loop.openflow import (
     CountingEnforcer,
     MeterEnforcer,
     PortRef,
+    ShaperEnforcer,
 )
 from streamband.sdn.client import ControllerClient
 
@@ -29,19 +30,36 @@ from streamband.sdn.client import ControllerClient
 def window_manager(client: ControllerClient, capacities: np.ndarray,
                    link_ports: Sequence[PortRef], link_kind: np.ndarray, routing: Any,
                    keys: list[dict[str, Any]], policy: str, profiler: Any, dt: float,
-                   weights: np.ndarray, guard: bool = False, **extra: Any) -> Manager:
+                   weights: np.ndarray, guard: bool = False, enforce: str = "meter",
+                   **extra: Any) -> Manager:
     """The manager of a window of ``policy`` over the flows ``keys``: a tcp (per-step)
     policy counts the flows and caps none (max-min decides what is logged), every other
-    one meters them; ``guard``: do no harm (:class:`HarmGuard`), except under tcp and
-    ``observe``; ``extra``: the Manager's other settings (applications, classes)."""
+    one enforces their rates, with meters or, ``enforce="shaper"``, with rate classes on
+    the switch egress ports of their paths (:class:`ShaperEnforcer`); ``guard``: do no
+    harm (:class:`HarmGuard`), except under tcp and ``observe``; ``extra``: the Manager's
+    other settings (applications, classes)."""
     tcp = policy_entry(policy).kind == "per-step"
     linkstats = ControllerLinkStats(client, capacities, list(link_ports), routing, keys)
-    enforcer = (CountingEnforcer(client, keys, dt) if tcp else MeterEnforcer(client, keys, dt))
+    enforcer: MeterEnforcer
+    if tcp:
+        enforcer = CountingEnforcer(client, keys, dt)
+    elif enforce == "shaper":
+        enforcer = ShaperEnforcer(client, keys, egress_ports(routing, link_ports), dt)
+    else:
+        enforcer = MeterEnforcer(client, keys, dt)
     return Manager(routing=routing, link_kind=link_kind,
                    policy=get_policy("maxmin" if tcp else policy), profiler=profiler,
                    linkstats=linkstats, enforcer=enforcer, dt=dt, weights=weights,
                    guard=HarmGuard() if guard and not tcp and policy != "observe" else None,
                    **extra)
+
+
+def egress_ports(routing: Any, link_ports: Sequence[PortRef]) -> list[list[str]]:
+    """Each flow's switch egress ports (the links it crosses that leave a switch), from
+    the (flows x links) routing matrix."""
+    r = routing.tocsr()
+    return [[link_ports[int(lk)].port for lk in r.indices[r.indptr[i]:r.indptr[i + 1]]
+             if link_ports[int(lk)].direction == "tx"] for i in range(r.shape[0])]
 
 
 def start_loop(manager: Manager, log: Path | None = None,
@@ -60,6 +78,13 @@ def start_loop(manager: Manager, log: Path | None = None,
     manager.profiler.flow_state()  # the first interval starts with the loop, not at set-up
     loop.start()
     return loop
+
+
+def clear_enforcement(client: ControllerClient) -> None:
+    """Remove every meter, priority class and rate class: the links share as plain TCP."""
+    client.delete_meters()
+    client.delete_classes()
+    client.delete_rates()
 
 
 def port_bytes(client: ControllerClient) -> dict[str, dict[str, Any]]:

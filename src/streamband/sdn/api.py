@@ -51,23 +51,29 @@ class MeterBatch(Numbers):
     replace: bool = False
 
 
-class ClassSpec(Numbers):
-    """A flow's strict-priority class (0 highest .. 7) on one egress port, named
-    by interface (``port``) or by ``dpid`` + ``port_no``; ``link_rate_bps`` only for
-    a port the testbed did not shape (000 §VII: queue index per group)."""
+class FlowOnPort(Numbers):
+    """A flow on an egress port, the port named by interface (``port``) or by ``dpid`` +
+    ``port_no``; ``link_rate_bps`` only for a port the testbed did not shape."""
 
     flow: FlowKey
-    cls: int = Field(ge=0, le=8)  # 8: the port's reserved leaf (its shape has a reserve)
     port: str | None = None
     dpid: Dpid | None = None
     port_no: int | None = Field(None, ge=1, le=2**32 - 1)
     link_rate_bps: float | None = Field(None, gt=0, le=MAX_RATE_BPS, allow_inf_nan=False)
 
     @model_validator(mode="after")
-    def _one_port(self) -> ClassSpec:
+    def _one_port(self) -> FlowOnPort:
         if (self.port is None) == (self.dpid is None or self.port_no is None):
             raise ValueError("port: give either port (a name) or dpid and port_no")
         return self
+
+
+class ClassSpec(FlowOnPort):
+    """A flow's strict-priority class (0 highest .. 7) on one egress port, named by
+    interface (``port``) or by ``dpid`` + ``port_no``; ``link_rate_bps`` only for a port
+    the testbed did not shape (000 §VII: queue index per group)."""
+
+    cls: int = Field(ge=0, le=8)  # 8: the port's reserved leaf (its shape has a reserve)
 
 
 class ShapeSpec(Numbers):
@@ -93,6 +99,28 @@ class ClassBatch(Numbers):
     classes: list[ClassSpec]
     lease_s: float = Field(3.0, gt=0, le=3600, allow_inf_nan=False)
     shapes: dict[str, ShapeSpec] = Field(default_factory=dict)
+
+
+class RateSpec(FlowOnPort):
+    """A flow's rate class on one egress port (``streamband.sdn.shaper``), the port named
+    as in :class:`ClassSpec`; ``rate_bps`` infinite: the link's rate."""
+
+    rate_bps: float = Field(gt=0, description="bit/s; infinity: the link's rate")
+
+    @field_validator("rate_bps")
+    @classmethod
+    def _rate(cls, v: float) -> float:
+        if not (v <= MAX_RATE_BPS or v == math.inf):  # NaN fails too
+            raise ValueError(f"expected a rate in (0, {MAX_RATE_BPS:g}] bit/s or infinity")
+        return v
+
+
+class RateBatch(Numbers):
+    """Rate classes and the lease they carry (renewed by ``POST /v1/lease``); when it runs
+    out a flow loses its class, and a port with none left is one HTB class again."""
+
+    rates: list[RateSpec]
+    lease_s: float = Field(3.0, gt=0, le=3600, allow_inf_nan=False)
 
 
 class HostMap(Numbers):
@@ -201,9 +229,32 @@ def create_api(osken: StreambandApp, token: str | None = None) -> FastAPI:
         shaped by one HTB class again."""
         return {"reset": osken.priorities.reset(port)}
 
+    @api.put("/v1/rates", dependencies=[Depends(auth)])
+    def put_rates(batch: RateBatch) -> dict[str, Any]:
+        """Give each flow its own HTB class at its rate on egress ports (a shaper that
+        queues a flow above its rate where a meter would drop; see
+        ``streamband.sdn.shaper``). A port holds priority classes or rate classes, not
+        both (409)."""
+        items = []
+        for r in batch.rates:
+            name = r.port if r.port is not None else run(osken.port_name, r.dpid, r.port_no)
+            items.append((name, r.flow, r.rate_bps, r.link_rate_bps))
+        return run(osken.set_rates, items, batch.lease_s)
+
+    @api.get("/v1/rates", dependencies=[Depends(auth)])
+    def get_rates() -> list[dict[str, Any]]:
+        """Every port's rate classes with their lease."""
+        return osken.shaper.listing()
+
+    @api.delete("/v1/rates", dependencies=[Depends(auth)])
+    def delete_rates(port: str | None = None) -> dict[str, list[str]]:
+        """Remove the rate classes of ``port`` (every port when omitted): the link is
+        shaped by one HTB class again."""
+        return {"reset": osken.shaper.reset(port)}
+
     @api.post("/v1/lease", dependencies=[Depends(auth)])
     def renew(lease: Lease) -> dict[str, int]:
-        """Renew every meter's and class's lease for ``lease_s`` seconds."""
+        """Renew every meter's and class's (priority and rate) lease for ``lease_s`` s."""
         return {"renewed": osken.renew(lease.lease_s)}
 
     @api.get("/v1/ports", dependencies=[Depends(auth)])

@@ -55,6 +55,7 @@ from os_ken.ofproto import ofproto_v1_3
 from streamband.errors import RunError
 from streamband.sdn.flowkey import FlowKey
 from streamband.sdn.priority import PortShape, PriorityError, PriorityQueues
+from streamband.sdn.shaper import FlowShaper
 
 LOG = logging.getLogger("streamband.sdn")
 
@@ -164,6 +165,7 @@ class StreambandApp(app_manager.OSKenApp):
         self.expired_total = 0
         self.hosts: dict[str, int] = {}  # host IP -> dpid of its edge switch
         self.priorities = PriorityQueues()
+        self.shaper = FlowShaper()
         self.threads.append(hub.spawn(self._poll_loop))
         self.threads.append(hub.spawn(self._lease_loop))
 
@@ -438,7 +440,7 @@ class StreambandApp(app_manager.OSKenApp):
             for mf in self.flows.values():
                 mf.expires = deadline
             n = len(self.flows)
-        return n + self.priorities.renew(lease_s)
+        return n + self.priorities.renew(lease_s) + self.shaper.renew(lease_s)
 
     def _lease_loop(self) -> None:
         while True:
@@ -454,6 +456,12 @@ class StreambandApp(app_manager.OSKenApp):
                     LOG.info("lease expired: %d flows back to the default class", n)
             except Exception:
                 LOG.exception("lease loop (priority classes)")
+            try:
+                n = self.shaper.expire(now)
+                if n:
+                    LOG.info("lease expired: %d flows lost their rate class", n)
+            except Exception:
+                LOG.exception("lease loop (rate classes)")
 
     def _expire_meters(self, now: float) -> None:
         with self.lock:
@@ -495,13 +503,32 @@ class StreambandApp(app_manager.OSKenApp):
         """Put each ``(egress port name, flow, class 0..7, link rate or None)`` in its
         strict-priority class (0 highest) for ``lease_s`` (renewed like the meters'),
         the ports in ``shapes`` built (or reshaped) as given there."""
-        for dev, *_ in items:
-            if not self.known_port(dev):
-                raise EnforcerError(f"port: {dev!r} is not a port of a connected switch")
+        self._check_ports({dev for dev, *_ in items}, self.shaper.ports, "rate classes")
         try:
             return self.priorities.assign(items, lease_s, shapes)
         except PriorityError as exc:
             raise EnforcerError(str(exc)) from None
+
+    def set_rates(self, items: list[tuple[str, FlowKey, float, float | None]],
+                  lease_s: float) -> dict[str, Any]:
+        """Give each ``(egress port name, flow, rate bit/s, link rate or None)`` its own
+        HTB leaf at that rate (:mod:`streamband.sdn.shaper`) for ``lease_s`` (renewed like
+        the meters')."""
+        self._check_ports({dev for dev, *_ in items}, self.priorities.ports,
+                          "priority classes")
+        try:
+            return self.shaper.assign(items, lease_s)
+        except PriorityError as exc:
+            raise EnforcerError(str(exc)) from None
+
+    def _check_ports(self, devs: set[str], other: dict[str, Any], what: str) -> None:
+        """Raise EnforcerError for a port no switch has, or one that holds ``other``'s
+        tree (``what``): a port has one tree at a time."""
+        for dev in sorted(devs):
+            if not self.known_port(dev):
+                raise EnforcerError(f"port: {dev!r} is not a port of a connected switch")
+            if dev in other:
+                raise EnforcerError(f"port: {dev!r} holds {what}; delete them first")
 
     def flow_list(self) -> list[dict[str, Any]]:
         with self.lock:

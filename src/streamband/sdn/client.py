@@ -99,5 +99,18 @@ class ControllerClient:
         params = {"port": port} if port else {}
         return self._call("DELETE", "/v1/classes", params=params)["reset"]
 
+    def put_rates(self, rates: list[dict[str, Any]], lease_s: float = 3.0) -> dict[str, Any]:
+        """``rates``: ``{"flow": FlowKey dict, "rate_bps": .., "port": NAME}`` (or
+        ``"dpid"`` + ``"port_no"``): the flow's own HTB class at that rate on that egress
+        port, for ``lease_s`` seconds unless renewed (:meth:`renew`)."""
+        return self._call("PUT", "/v1/rates", json={"rates": rates, "lease_s": lease_s})
+
+    def rates(self) -> list[dict[str, Any]]:
+        return self._call("GET", "/v1/rates")
+
+    def delete_rates(self, port: str | None = None) -> list[str]:
+        params = {"port": port} if port else {}
+        return self._call("DELETE", "/v1/rates", params=params)["reset"]
+
     def close(self) -> None:
         self.http.close()

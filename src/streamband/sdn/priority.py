@@ -110,7 +110,7 @@ class PriorityError(RunError):
     """A port that cannot be prioritised or a failed ``tc`` call."""
 
 
-def _tc_batch(lines: list[str]) -> None:
+def tc_batch(lines: list[str]) -> None:
     """Run ``tc`` commands in one process (``tc -batch``); raise on the first error."""
     if not lines:
         return
@@ -133,7 +133,22 @@ def link_rate_bps(dev: str) -> float | None:
     return None
 
 
-def _u32(dev: str, pref: int, flow: FlowKey, cls: int) -> str:
+def restore_link(dev: str, rate_bps: float) -> None:
+    """Shape ``dev`` with one HTB class at ``rate_bps`` again, as Mininet's TCLink left it
+    (plain sharing); nothing when the port is gone (the testbed is down)."""
+    subprocess.run(["tc", "qdisc", "del", "dev", dev, "root"], capture_output=True)
+    try:
+        tc_batch([
+            f"qdisc add dev {dev} root handle {HANDLE}:0 htb default 1",
+            f"class add dev {dev} parent {HANDLE}:0 classid {HANDLE}:1 htb "
+            f"rate {rate_bps:.0f}bit burst 15k",
+        ])
+    except PriorityError:
+        pass
+
+
+def u32_filter(dev: str, pref: int, flow: FlowKey, flowid: str) -> str:
+    """The ``tc`` line that sends ``flow``'s packets on ``dev`` to class ``flowid``."""
     proto = 6 if flow.proto == "tcp" else 17
     match = (f"match ip src {flow.src_ip}/32 match ip dst {flow.dst_ip}/32 "
              f"match ip protocol {proto} 0xff")
@@ -142,7 +157,7 @@ def _u32(dev: str, pref: int, flow: FlowKey, cls: int) -> str:
     if flow.dst_port:
         match += f" match ip dport {flow.dst_port} 0xffff"
     return (f"filter add dev {dev} parent {HANDLE}: protocol ip pref {pref} u32 {match} "
-            f"flowid {HANDLE}:{10 + cls}")
+            f"flowid {flowid}")
 
 
 @dataclass(frozen=True)
@@ -243,7 +258,7 @@ class PriorityQueues:
                         and any(c == RESERVED for _, c, _ in tree.prefs.values())):
                     raise PriorityError(f"port {dev}: flows are listed in the reserved "
                                         "leaf; a shape without one cannot drop it")
-                _tc_batch(_leaf_lines(dev, tree.rate_bps, shape, tree.shape))
+                tc_batch(_leaf_lines(dev, tree.rate_bps, shape, tree.shape))
                 tree.shape = shape
             return tree
         rate = rate_bps or link_rate_bps(dev)
@@ -269,7 +284,7 @@ class PriorityQueues:
                          f"flowid {h}:{10 + DEFAULT_CLASS - cs}")
         # no root qdisc yet is fine: ignore this one's status
         subprocess.run(["tc", "qdisc", "del", "dev", dev, "root"], capture_output=True)
-        _tc_batch(lines)
+        tc_batch(lines)
         tree = PortTree(dev, rate, shape)
         self.ports[dev] = tree
         return tree
@@ -310,15 +325,15 @@ class PriorityQueues:
                     counts["unchanged"] += 1
                     continue
                 pref = tree.alloc()
-                adds.append(_u32(dev, pref, flow, cls))
+                adds.append(u32_filter(dev, pref, flow, f"{HANDLE}:{10 + cls}"))
                 if old is not None:
                     dels.append(f"filter del dev {dev} parent {HANDLE}: protocol ip "
                                 f"pref {old[0]}")
                     freed.append((tree, old[0]))
                 tree.prefs[flow.key()] = (pref, cls, flow)
                 counts["assigned"] += 1
-            _tc_batch(adds)  # new filters first: a re-assigned flow is never unclassified
-            _tc_batch(dels)
+            tc_batch(adds)  # new filters first: a re-assigned flow is never unclassified
+            tc_batch(dels)
             for tree, pref in freed:
                 tree.free.append(pref)
         out: dict[str, Any] = dict(counts)
@@ -333,7 +348,7 @@ class PriorityQueues:
             if tree is None or old is None:
                 return False
             tree.expires.pop(flow.key(), None)
-            _tc_batch([f"filter del dev {dev} parent {HANDLE}: protocol ip pref {old[0]}"])
+            tc_batch([f"filter del dev {dev} parent {HANDLE}: protocol ip pref {old[0]}"])
             tree.free.append(old[0])
             return True
 
@@ -368,7 +383,7 @@ class PriorityQueues:
                     tree.free.append(pref)
                 dropped += len(dead)
                 if tree.prefs:
-                    _tc_batch(lines)
+                    tc_batch(lines)
                 else:
                     self._reset(tree.dev)
         return dropped
@@ -408,13 +423,5 @@ class PriorityQueues:
         tree = self.ports.pop(dev, None)
         if tree is None:
             return False
-        subprocess.run(["tc", "qdisc", "del", "dev", dev, "root"], capture_output=True)
-        try:
-            _tc_batch([
-                f"qdisc add dev {dev} root handle {HANDLE}:0 htb default 1",
-                f"class add dev {dev} parent {HANDLE}:0 classid {HANDLE}:1 htb "
-                f"rate {tree.rate_bps:.0f}bit burst 15k",
-            ])
-        except PriorityError:
-            pass  # the port is gone (testbed down): nothing to restore
+        restore_link(dev, tree.rate_bps)
         return True

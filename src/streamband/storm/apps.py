@@ -22,7 +22,14 @@ from streamband.loop.openflow import (
     ControllerLinkStats,
 )
 from streamband.loop.reports import LATENCY_BUCKETS, latency_percentiles
-from streamband.loop.window import link_loads, loop_record, port_bytes, start_loop, window_manager
+from streamband.loop.window import (
+    clear_enforcement,
+    link_loads,
+    loop_record,
+    port_bytes,
+    start_loop,
+    window_manager,
+)
 from streamband.sdn.client import ControllerClient
 from streamband.storm.flows import connection
 from streamband.storm.managed import ManagedTopology
@@ -149,7 +156,8 @@ class AppTopologies:
     def run(self, policy: str, seconds: float, dt: float, class_dt: float | None = None,
             params: Mapping[str, float] | None = None, log: Path | None = None,
             on_step: Callable[[ControllerLinkStats], None] | None = None,
-            guard: bool = False, warmup_s: float = 0.0) -> dict[str, Any]:
+            guard: bool = False, warmup_s: float = 0.0,
+            enforce: str = "meter") -> dict[str, Any]:
         """``policy`` over every topology's flows for ``warmup_s``, then a measured window
         of ``seconds`` (on the testbed: the controller's link statistics, meters and
         classes). ``tcp``: plain TCP, the loop observing (counting rules, no caps); a
@@ -157,13 +165,14 @@ class AppTopologies:
         application's class on the switch egress ports of its path (000 §VII c); ``dt``:
         the loop's step, ``class_dt``: App-Fair's Δt when the loop steps faster
         (:meth:`~streamband.alloc.registry.PolicyEntry.periods`); ``params``: App-Fair's
-        α and m. Returns :meth:`measure`'s figures and the loop's: allocations, errors,
-        each link's load (bit/s), the meters and classes installed at the window's end."""
+        α and m; ``enforce``: the rates as meters or rate classes
+        (:func:`~streamband.loop.window.window_manager`). Returns :meth:`measure`'s
+        figures and the loop's: allocations, errors, each link's load (bit/s), the meters
+        and classes installed at the window's end."""
         tb = self.tb
         entry = policy_entry(policy)
         client = ControllerClient(tb.spec.api)
-        client.delete_meters()
-        client.delete_classes()
+        clear_enforcement(client)
         profiler = self.profiler()
         tcp = entry.kind == "per-step"
         classer = None
@@ -176,7 +185,7 @@ class AppTopologies:
                                  self.routing, self.keys, policy, profiler, dt,
                                  np.array(self.bytes), guard, apps=self.apps,
                                  params=dict(params or {}), classer=classer,
-                                 class_dt=class_dt)
+                                 class_dt=class_dt, enforce=enforce)
         loop = start_loop(manager, log, on_step)
         time.sleep(warmup_s)
         ports0 = port_bytes(client)
@@ -189,8 +198,7 @@ class AppTopologies:
         # read once the loop has stopped (its leases still run): what its last step decided
         meters, classes = client.meters(), client.classes() if classer is not None else []
         ports1 = port_bytes(client)
-        client.delete_meters()
-        client.delete_classes()
+        clear_enforcement(client)
         client.close()
         done = loop_record(manager, loop)
         return {**self.measure(before, after),

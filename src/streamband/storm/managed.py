@@ -21,7 +21,14 @@ from streamband.loop.reports import (
     read_snapshot,
     worker_reports,
 )
-from streamband.loop.window import link_loads, loop_record, port_bytes, start_loop, window_manager
+from streamband.loop.window import (
+    clear_enforcement,
+    link_loads,
+    loop_record,
+    port_bytes,
+    start_loop,
+    window_manager,
+)
 from streamband.model.app import App
 from streamband.model.routing import routing_matrix
 from streamband.sdn.client import ControllerClient
@@ -134,31 +141,33 @@ class ManagedTopology:
     def run(self, policy: str, seconds: float, dt: float = 1.0,
             log: Path | None = None, input_queue: bool = False,
             on_step: Callable[[ControllerLinkStats], None] | None = None,
-            guard: bool = False, warmup_s: float = 0.0) -> dict[str, Any]:
+            guard: bool = False, warmup_s: float = 0.0,
+            enforce: str = "meter") -> dict[str, Any]:
         """``policy`` (``tcp`` = no meters, else an allocation policy) for ``warmup_s``
         then a measured window of ``seconds``; returns the window's row (``input_queue``:
         see :class:`StormProfiler`; ``on_step``: called with the link statistics after
-        every allocation; ``guard``: do no harm, :class:`~streamband.loop.guard.HarmGuard`).
+        every allocation; ``guard``: do no harm, :class:`~streamband.loop.guard.HarmGuard`;
+        ``enforce``: meters or rate classes, :func:`~streamband.loop.window.window_manager`).
         Where Kafka feeds the topology the row also gives its topics' backlog at the
         window's start and end (``sources``) and its joins' stores at the end."""
         tb = self.tb
         client = ControllerClient(tb.spec.api)
-        client.delete_meters()
+        clear_enforcement(client)
         profiler = StormProfiler(self.cluster.work / "profile.json", self.info["id"],
                                  self.pairs, self.read, self.bytes, input_queue)
         manager = window_manager(client, tb.topo.capacities, tb.link_ports(), tb.topo.kinds,
                                  self.routing, self.keys, policy, profiler, dt,
-                                 np.array(self.bytes), guard)
+                                 np.array(self.bytes), guard, enforce)
         loop = start_loop(manager, log, on_step)
         time.sleep(warmup_s)
         ports0 = port_bytes(client)
         before, src0 = self.totals(), self.sources()
         time.sleep(seconds)
-        meters = client.meters()
+        meters, rates = client.meters(), client.rates()
         after, src1, stores = self.totals(), self.sources(), self.stores()
         loop.stop()
         ports1 = port_bytes(client)
-        client.delete_meters()
+        clear_enforcement(client)
         client.close()
         span = after["time"] - before["time"]
 
@@ -186,6 +195,7 @@ class ManagedTopology:
             "flows": [p.name for p in self.pairs],
             "keys": self.keys,
             "meters": meters,
+            "rates": rates,
             "report_age_max_s": max(ages) if ages else None,
             "sources_start": src0, "sources_end": src1, "stores": stores,
         }

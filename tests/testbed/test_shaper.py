@@ -1,0 +1,86 @@
+"""Per-flow rate classes on an egress port, for real (``PUT /v1/rates``,
+:mod:`streamband.sdn.shaper`): two unpaced iperf3 TCP flows into one 20 Mbit/s
+downlink, given 15 and 5 Mbit/s, carry about that; when the 5-Mbit/s one ends the other
+borrows the link beyond its rate (the shaper lends what a flow leaves unused, a meter
+would not). A port holds priority classes or rate classes, never both; a lease that runs
+out leaves the link one HTB class again (fail-open)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from streamband.model.testbed import load_spec
+from streamband.sdn.client import ControllerClient, ControllerError
+from streamband.sdn.priority import link_rate_bps
+from streamband.testbed.network import Testbed
+
+from .conftest import expires, listening
+from .test_priority import _mean, _tc_classes
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the testbed needs root")
+SPEC = "star:hosts=3,link_mbps=20,api=127.0.0.1:8191,openflow=127.0.0.1:6663"
+LINK_MBPS, RATES, SECONDS, ALONE_AT = 20.0, {"w1": 15.0, "w2": 5.0}, 12, 6
+
+
+def test_rate_classes_share_by_rate_lend_the_unused_and_expire(cleanup):
+    spec = load_spec(SPEC)
+    with Testbed(spec) as tb:
+        client = ControllerClient(spec.api)
+        client.wait_ready(1)
+        port = tb.switch_port("w3")  # the bottleneck: the downlink to w3
+        flows = {src: {"src_ip": tb.ip(src), "dst_ip": tb.ip("w3"), "dst_port": p}
+                 for src, p in (("w1", 5201), ("w2", 5202))}
+        servers = {src: tb.popen("w3", ["iperf3", "-s", "-1", "-J", "-p",
+                                        str(flows[src]["dst_port"])],
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                   for src in flows}
+        r = client.put_rates([{"flow": flows[s], "rate_bps": RATES[s] * 1e6, "port": port}
+                              for s in flows], lease_s=60)
+        assert r["added"] == 2
+        assert {(x["flow"]["dst_port"], x["rate_bps"]) for x in client.rates()} == {
+            (5201, 15e6), (5202, 5e6)}
+        # a port holds one tree: no priority classes beside the rate classes
+        with pytest.raises(ControllerError, match="409"):
+            client.put_classes([{"flow": flows["w1"], "cls": 0, "port": port}])
+        for f in flows.values():
+            listening(tb, "w3", f["dst_port"])
+        for src, f in flows.items():
+            tb.popen(src, ["iperf3", "-c", f["dst_ip"], "-p", str(f["dst_port"]), "-t",
+                           str(SECONDS if src == "w1" else ALONE_AT)],
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        res = {src: json.loads(p.communicate(timeout=SECONDS + 20)[0])["intervals"]
+               for src, p in servers.items()}
+        both = {s: _mean(iv, 2.0, ALONE_AT) for s, iv in res.items()}
+        alone = _mean(res["w1"], ALONE_AT + 2.0, SECONDS)
+        print(f"\nrate classes (Mbit/s) both {both}, w1 alone {alone:.2f}")
+        for s, rate in RATES.items():  # HTB serves a backlogged leaf its rate
+            assert both[s] > 0.85 * rate, both
+        assert both["w1"] > 2.0 * both["w2"], both
+        assert alone > RATES["w1"] + 0.5 * (LINK_MBPS - RATES["w1"]), alone  # it borrows
+        # a changed rate is changed in place; a 1-s lease then lapses to plain sharing
+        r = client.put_rates([{"flow": flows["w1"], "rate_bps": 9e6, "port": port},
+                              {"flow": flows["w2"], "rate_bps": 5e6, "port": port}],
+                             lease_s=1.0)
+        granted = time.monotonic()
+        assert (r["changed"], r["unchanged"], r["added"]) == (1, 1, 0)
+        assert len(_tc_classes(port)) == 1 + 1 + 2  # the link, the unlisted, 2 leaves
+        expires(client.rates, max(0.0, granted + 1.0 - time.monotonic()))
+        assert len(_tc_classes(port)) == 1  # one HTB class: plain sharing
+        assert link_rate_bps(port) == pytest.approx(LINK_MBPS * 1e6)
+        # nor rate classes on a port that holds priority classes
+        client.put_classes([{"flow": flows["w2"], "cls": 1, "port": port}], lease_s=60)
+        with pytest.raises(ControllerError, match="409"):
+            client.put_rates([{"flow": flows["w1"], "rate_bps": 1e6, "port": port}])
+        client.delete_classes()
+        for bad in ({"rate_bps": -1.0, "port": port}, {"rate_bps": 1e6},
+                    {"rate_bps": 2e13, "port": port}):
+            r = client.http.put("/v1/rates", json={"rates": [{"flow": flows["w1"], **bad}]})
+            assert r.status_code == 422, (bad, r.text)
+        with pytest.raises(ControllerError, match="409"):
+            client.put_rates([{"flow": flows["w1"], "rate_bps": 1e6, "port": "eth-none"}])
+        assert client.delete_rates() == []
