@@ -130,8 +130,8 @@ def window_columns(spec: ExperimentSpec, case: Case, policy: str, backend: str,
                    links: list[int]) -> dict[str, Any]:
     """The columns of every real engine's window row: what ran where, the measured
     links' utilisation and the manager loop's record ``r`` (its flows, their network
-    keys and the meters the controller had installed for them at the end; rate null:
-    counted, not capped)."""
+    keys and the meters the controller had installed for them at the end, rate null:
+    counted, not capped; the rate classes, under the shaper)."""
     return {
         "experiment": spec.experiment, "app": spec.app.name, "placement": case.placement,
         "network": case.network.name, "bandwidth_mbps": case.bandwidth_mbps,
@@ -142,4 +142,6 @@ def window_columns(spec: ExperimentSpec, case: Case, policy: str, backend: str,
         "allocations": r["allocations"], "loop_errors": r["loop_errors"],
         "flow_keys": r.get("keys"),
         "meters": [{"flow": m["flow"], "rate_bps": m["rate_bps"]} for m in r.get("meters", [])],
+        "rates": [{"flow": m["flow"], "port": m["port"], "rate_bps": m["rate_bps"]}
+                  for m in r.get("rates", [])],
     }

@@ -269,7 +269,7 @@ class StormRunner:
             "profiles": r["profiles"], "report_age_max_s": r["report_age_max_s"],
             "seconds": r["seconds"], "flows": r["flows"], "last_rates_bps": r["last_rates_bps"],
             "capped_share": r["capped_share"], "tuple_scale": self.scale(spec.app),
-            "source": self.source,
+            "source": self.source, "enforce": self.enforce if entry.kind == "loop" else None,
         }
         if self.source == "kafka":
             row.update(window_figures(r, self.seconds, self.guarantee))
