@@ -183,12 +183,30 @@ class ShaperEnforcer(MeterEnforcer):
         self.ports = ports
         self.rates: dict[str, Any] = {}
 
+    def rate_items(self, rates_bps: np.ndarray) -> list[dict[str, Any]]:
+        """The rate classes of ``rates_bps`` (the controller API's ``rates`` items): each
+        capped flow on every port of its path; an uncapped one (``inf``) at the link's rate
+        on the ports where a capped flow is, so that it is not served as unlisted traffic
+        (ahead of the capped flows) there, and nowhere else.
+
+        >>> e = ShaperEnforcer(None, [{"src_ip": "a"}, {"src_ip": "b"}, None],
+        ...                    [["p1", "p2"], ["p2", "p3"], []], dt=1.0)
+        >>> [(i["flow"]["src_ip"], i["port"], i["rate_bps"])
+        ...  for i in e.rate_items(np.array([2e6, np.inf, 1e6]))]
+        [('a', 'p1', 2000000.0), ('a', 'p2', 2000000.0), ('b', 'p2', None)]
+        """
+        live = [(key, rate, ports) for key, rate, ports
+                in zip(self.flows, rates_bps, self.ports, strict=True) if key is not None]
+        capped = {p for _, rate, ports in live if np.isfinite(rate) for p in ports}
+        return [{"flow": key, "port": p,
+                 "rate_bps": float(max(rate, self.min_rate_bps)) if np.isfinite(rate) else None}
+                for key, rate, ports in live for p in ports
+                if np.isfinite(rate) or p in capped]
+
     def enforce(self, rates_bps: np.ndarray) -> None:
         self.last = self.client.put_meters(self.meters(np.full(len(self.flows), np.inf)),
                                            self.lease_s, replace=True)
-        items = [{"flow": key, "rate_bps": float(max(rate, self.min_rate_bps)), "port": port}
-                 for key, rate, ports in zip(self.flows, rates_bps, self.ports, strict=True)
-                 if key is not None and np.isfinite(rate) for port in ports]
+        items = self.rate_items(rates_bps)
         if items:
             self.rates = self.client.put_rates(items, self.lease_s)
 

@@ -103,15 +103,17 @@ class ClassBatch(Numbers):
 
 class RateSpec(FlowOnPort):
     """A flow's rate class on one egress port (``streamband.sdn.shaper``), the port named
-    as in :class:`ClassSpec`; ``rate_bps`` infinite: the link's rate."""
+    as in :class:`ClassSpec`; ``rate_bps`` null (or infinite): the link's rate, an
+    uncapped flow that shares the port with capped ones."""
 
-    rate_bps: float = Field(gt=0, description="bit/s; infinity: the link's rate")
+    rate_bps: float | None = Field(description="bit/s; null or infinity: the link's rate")
 
     @field_validator("rate_bps")
     @classmethod
-    def _rate(cls, v: float) -> float:
-        if not (v <= MAX_RATE_BPS or v == math.inf):  # NaN fails too
-            raise ValueError(f"expected a rate in (0, {MAX_RATE_BPS:g}] bit/s or infinity")
+    def _rate(cls, v: float | None) -> float | None:
+        if v is not None and not (0 < v <= MAX_RATE_BPS or v == math.inf):  # NaN fails too
+            raise ValueError(f"expected a rate in (0, {MAX_RATE_BPS:g}] bit/s, or null or "
+                             "infinity for the link's rate")
         return v
 
 
@@ -238,7 +240,8 @@ def create_api(osken: StreambandApp, token: str | None = None) -> FastAPI:
         items = []
         for r in batch.rates:
             name = r.port if r.port is not None else run(osken.port_name, r.dpid, r.port_no)
-            items.append((name, r.flow, r.rate_bps, r.link_rate_bps))
+            items.append((name, r.flow, math.inf if r.rate_bps is None else r.rate_bps,
+                          r.link_rate_bps))
         return run(osken.set_rates, items, batch.lease_s)
 
     @api.get("/v1/rates", dependencies=[Depends(auth)])
