@@ -406,9 +406,9 @@ pub fn run(inp: &Input) -> Result<(Vec<f64>, u64), String> {
         // backfill: max-min per flow over the leftover, path by path
         paths.fill(&inp.plinks, &mut resid);
         let mut dt_f = f64::INFINITY;
-        for i in 0..act.f.len() {
-            let x = act.rem[i];
-            let r = paths.rate[act.path[i] as usize] + x * cf.inv_g[act.slot[i] as usize];
+        // zipped columns, so that the flow columns are read without bounds checks
+        for ((&x, &p), &s) in act.rem.iter().zip(&act.path).zip(&act.slot) {
+            let r = paths.rate[p as usize] + x * cf.inv_g[s as usize];
             // the division only for a flow that may finish first
             if r > 0.0 && x <= dt_f * r * (1.0 + 1e-9) {
                 dt_f = dt_f.min(x / r);
@@ -432,19 +432,23 @@ pub fn run(inp: &Input) -> Result<(Vec<f64>, u64), String> {
         let wide = dt * (1.0 + 1e-9) + t * 1e-15;
         done.clear();
         gone.clear();
-        for i in 0..act.f.len() {
-            let old = act.rem[i];
-            let r = paths.rate[act.path[i] as usize] + old * cf.inv_g[act.slot[i] as usize];
+        // zipped columns, so that the flow columns are read without bounds checks
+        // (`width` is at least 1: `Workload::input` refuses 0)
+        let cols = act.rem.iter_mut().zip(&act.path).zip(&act.slot).zip(act.at.chunks_exact(w))
+            .zip(&act.f);
+        for (i, ((((x, &p), &s), at), &f)) in cols.enumerate() {
+            let old = *x;
+            let r = paths.rate[p as usize] + old * cf.inv_g[s as usize];
             let rem = old - r * dt;
-            act.rem[i] = rem;
+            *x = rem;
             let is_due = (rem <= max_tol || old <= r * wide) && {
                 let tf = if r > 0.0 { old / r } else { f64::INFINITY };
-                due(rem, tol(act.f[i] as usize), tf, t_prev + tf, t_prev, t)
+                due(rem, tol(f as usize), tf, t_prev + tf, t_prev, t)
             };
             if is_due {
                 gone.push(i as u32);
             } else {
-                for &k in &act.at[i * w..i * w + w] {
+                for &k in at {
                     if k != NONE {
                         cf.load[k as usize] += rem;
                     }
