@@ -2,8 +2,9 @@
 :mod:`streamband.sdn.shaper`): two unpaced iperf3 TCP flows into one 20 Mbit/s
 downlink, given 15 and 5 Mbit/s, carry about that; when the 5-Mbit/s one ends the other
 borrows the link beyond its rate (the shaper lends what a flow leaves unused, a meter
-would not). A port holds priority classes or rate classes, never both; a lease that runs
-out leaves the link one HTB class again (fail-open)."""
+would not); an unlisted flow keeps what TCP would give it. A port holds priority classes
+or rate classes, never both; a lease that runs out leaves the link one HTB class again
+(fail-open)."""
 
 from __future__ import annotations
 
@@ -62,12 +63,31 @@ def test_rate_classes_share_by_rate_lend_the_unused_and_expire(cleanup):
             assert both[s] > 0.85 * rate, both
         assert both["w1"] > 2.0 * both["w2"], both
         assert alone > RATES["w1"] + 0.5 * (LINK_MBPS - RATES["w1"]), alone  # it borrows
+        # an unlisted flow beside a listed one keeps what TCP would give it, C / (n + 1),
+        # however much the listed rate asks (a shaper that assured it only the rest would
+        # squeeze cross traffic to what it got before)
+        assert client.delete_rates(port) == [port]
+        client.put_rates([{"flow": flows["w1"], "rate_bps": 18e6, "port": port}], lease_s=60)
+        server = tb.popen("w3", ["iperf3", "-s", "-1", "-J", "-p", "5203"],
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        tb.popen("w3", ["iperf3", "-s", "-1", "-p", "5201"], stdout=subprocess.DEVNULL,
+                 stderr=subprocess.DEVNULL)
+        listening(tb, "w3", 5203)
+        listening(tb, "w3", 5201)
+        tb.popen("w1", ["iperf3", "-c", tb.ip("w3"), "-p", "5201", "-t", str(ALONE_AT)],
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        tb.popen("w2", ["iperf3", "-c", tb.ip("w3"), "-p", "5203", "-t", str(ALONE_AT)],
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        unlisted = _mean(json.loads(server.communicate(timeout=ALONE_AT + 20)[0])["intervals"],
+                         2.0, ALONE_AT)
+        print(f"unlisted beside an 18-Mbit/s class: {unlisted:.2f} Mbit/s")
+        assert unlisted > 0.85 * LINK_MBPS / 2, unlisted
         # a changed rate is changed in place; a 1-s lease then lapses to plain sharing
         r = client.put_rates([{"flow": flows["w1"], "rate_bps": 9e6, "port": port},
                               {"flow": flows["w2"], "rate_bps": 5e6, "port": port}],
                              lease_s=1.0)
         granted = time.monotonic()
-        assert (r["changed"], r["unchanged"], r["added"]) == (1, 1, 0)
+        assert (r["changed"], r["unchanged"], r["added"]) == (1, 0, 1)
         assert len(_tc_classes(port)) == 1 + 1 + 2  # the link, the unlisted, 2 leaves
         expires(client.rates, max(0.0, granted + 1.0 - time.monotonic()))
         assert len(_tc_classes(port)) == 1  # one HTB class: plain sharing
