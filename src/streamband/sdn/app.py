@@ -450,18 +450,14 @@ class StreambandApp(app_manager.OSKenApp):
                 self._expire_meters(now)
             except Exception:  # keep the loop alive
                 LOG.exception("lease loop")
-            try:
-                n = self.priorities.expire(now)
-                if n:
-                    LOG.info("lease expired: %d flows back to the default class", n)
-            except Exception:
-                LOG.exception("lease loop (priority classes)")
-            try:
-                n = self.shaper.expire(now)
-                if n:
-                    LOG.info("lease expired: %d flows lost their rate class", n)
-            except Exception:
-                LOG.exception("lease loop (rate classes)")
+            for what, trees in (("priority classes", self.priorities),
+                                ("rate classes", self.shaper)):
+                try:
+                    n = trees.expire(now)
+                    if n:
+                        LOG.info("lease expired: %d flows out of their %s", n, what)
+                except Exception:
+                    LOG.exception("lease loop (%s)", what)
 
     def _expire_meters(self, now: float) -> None:
         with self.lock:
