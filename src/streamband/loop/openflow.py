@@ -18,6 +18,7 @@ and enforcement through the SDN controller's HTTP API (:mod:`streamband.sdn`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +54,14 @@ def port_rates(ports: list[dict[str, Any]], refs: list[PortRef]) -> np.ndarray:
         if p is not None:
             used[i] = p["rx_bps"] if ref.direction == "rx" else p["tx_bps"]
     return used
+
+
+def egress_ports(routing: Any, link_ports: Sequence[PortRef]) -> list[list[str]]:
+    """Each flow's switch egress ports (the links it crosses that leave a switch), from
+    the (flows x links) routing matrix."""
+    r = routing.tocsr()
+    return [[link_ports[int(lk)].port for lk in r.indices[r.indptr[i]:r.indptr[i + 1]]
+             if link_ports[int(lk)].direction == "tx"] for i in range(r.shape[0])]
 
 
 #: cross traffic is the least of this many readings: port and flow counters come from
