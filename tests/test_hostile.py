@@ -489,6 +489,8 @@ CONFIG_CASES = [
     ("manager.state_dir", "/proc/streamband-state", "/proc is not writable"),
     ("manager.dt_s", True, "manager.dt_s: expected a number, not a boolean"),
     ("manager.keep_allocations", 10**12, "manager.keep_allocations"),
+    ("enforce", "police", "enforce: Input should be 'meter' or 'shaper' (got 'police')"),
+    ("enforce", None, "enforce: Input should be 'meter' or 'shaper'"),
 ]
 
 
