@@ -215,6 +215,7 @@ class Service:
         self.enforcer: MeterEnforcer = (
             ShaperEnforcer(self.client, [], [], self.dt, links=self.net.egress_rates())
             if cfg.enforce == "shaper" else MeterEnforcer(self.client, [], self.dt))
+        self.metrics.enforce.labels(cfg.enforce).set(1)
         self.lease = Lease(self.dt)
         self.lease_s = LEASE_STEPS * self.dt  # the lease of the last push
         self.engines: dict[str, Engine] = {}
@@ -731,8 +732,13 @@ class Service:
             self.metrics.used.labels(name).set(float(used[i]))
             self.metrics.capacity.labels(name).set(float(cap[i]))
         flows = self.counters.flows()
-        self.metrics.leases.labels("capped").set(sum(1 for f in flows if f["rate_bps"]))
-        self.metrics.leases.labels("counted").set(sum(1 for f in flows if not f["rate_bps"]))
+        capped = sum(1 for f in flows if f["rate_bps"])
+        if isinstance(self.enforcer, ShaperEnforcer):
+            # the shaper's caps are rate classes, the flows' meters only count them
+            capped = len({_key(i["flow"]) for i in self.enforcer.pushed
+                          if i["rate_bps"] is not None})
+        self.metrics.leases.labels("capped").set(capped)
+        self.metrics.leases.labels("counted").set(len(flows) - capped)
         self.links.append({"t": now, "util": (used / cap).tolist()})
 
     # -- views ------------------------------------------------------------------------------
@@ -762,12 +768,15 @@ class Service:
             return {
                 "time": time.time(), "started": self.started_at, "starts": self.starts,
                 "dt_s": self.dt, "steps": self.steps, "lease_s": self.lease_s,
+                "enforce": self.cfg.enforce,
                 "policies": ["tcp"] + [n for n, e in POLICIES.items() if e.kind == "loop"],
                 "topologies": tops,
                 "links": {"names": self.net.names,
                           "capacity_bps": self.net.topo.capacities.tolist(),
                           "series": list(self.links)[-points:]},
                 "meters": self.meters,
+                "rates": (self.enforcer.pushed if isinstance(self.enforcer, ShaperEnforcer)
+                          else []),
                 "alerts": sorted(self.alerts.values(), key=lambda a: a["since"]),
                 "events": self.state.events(30),
             }
