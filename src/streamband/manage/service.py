@@ -366,6 +366,14 @@ class Service:
         if a and message:
             self.state.event("recovered", message, a["topology"])
 
+    def _controller_failed(self, exc: ControllerError) -> None:
+        """Count and alert a failed call to the controller: unreachable, or up and refusing
+        (an answer is not an outage, e.g. a port the shaper cannot ``tc``)."""
+        self.metrics.controller_up.set(0 if exc.status is None else 1)
+        self.metrics.errors.labels("controller").inc()
+        self._alert("controller", "controller unreachable" if exc.status is None
+                    else "controller refused", str(exc))
+
     def _error(self, kind: str, message: str) -> None:
         self.metrics.errors.labels(kind).inc()
         self._alert(f"error:{kind}", "error", message)
@@ -401,7 +409,7 @@ class Service:
             self.state.event("resume", f"re-applied the last safe allocation of "
                              f"{', '.join(kept)} ({len(keys)} flows)")
         except ControllerError as exc:
-            self._alert("controller", "controller unreachable", str(exc))
+            self._controller_failed(exc)
 
     # -- the flow mapper --------------------------------------------------------------------
     def watch_once(self) -> None:
@@ -536,9 +544,7 @@ class Service:
         try:
             self.counters.refresh()
         except ControllerError as exc:
-            self.metrics.controller_up.set(0)
-            self.metrics.errors.labels("controller").inc()
-            self._alert("controller", "controller unreachable", str(exc))
+            self._controller_failed(exc)
             with self.lock:  # the topologies' throughput is still seen (the profiler's)
                 for mt in self.tops.values():
                     if mt.mapping is not None:
@@ -579,9 +585,7 @@ class Service:
                 enf.enforce(np.array(rates))
                 res = enf.last
             except ControllerError as exc:
-                self.metrics.controller_up.set(0)
-                self.metrics.errors.labels("controller").inc()
-                self._alert("controller", "controller unreachable", str(exc))
+                self._controller_failed(exc)
                 return
             self.metrics.controller_up.set(1)
             self._clear("controller", "the controller answers again; allocation installed")
