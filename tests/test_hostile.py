@@ -489,6 +489,8 @@ CONFIG_CASES = [
     ("manager.state_dir", "/proc/streamband-state", "/proc is not writable"),
     ("manager.dt_s", True, "manager.dt_s: expected a number, not a boolean"),
     ("manager.keep_allocations", 10**12, "manager.keep_allocations"),
+    ("enforce", "police", "enforce: Input should be 'meter' or 'shaper' (got 'police')"),
+    ("enforce", None, "enforce: Input should be 'meter' or 'shaper'"),
 ]
 
 
@@ -736,3 +738,19 @@ def test_controller_refuses_a_token_no_header_can_carry():
         one_line(run, words, "printable ASCII")
         with pytest.raises(httpx.ConnectError):
             httpx.get(f"{base}/v1/health", timeout=2)
+
+
+def test_the_client_tells_a_refusal_from_an_outage(controller):
+    """The manage service alerts "controller refused", not "unreachable", when the
+    controller answers: the client's error carries the answer's status, and none when
+    nothing answers."""
+    ctl = ControllerClient(str(controller.base_url).removeprefix("http://"), TOKEN)
+    with pytest.raises(ControllerError) as refused:  # no such device to shape: 409
+        ctl.put_rates([{"flow": json.loads(FLOW), "port": "sb-no-such-dev", "rate_bps": 1e6}])
+    assert refused.value.status == 409
+    ctl.close()
+    dead = ControllerClient(f"127.0.0.1:{free_port()}", TOKEN, timeout=2.0)
+    with pytest.raises(ControllerError) as down:
+        dead.health()
+    assert down.value.status is None
+    dead.close()

@@ -68,7 +68,7 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
     return out
 
 
-ORDER = ("config", "service", "dashboard", "prometheus", "soak", "drills")
+ORDER = ("config", "service", "dashboard", "prometheus", "soak", "drills", "shaper")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -11,16 +11,19 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import get_args
 
 import numpy as np
 import pytest
 import yaml
 
 from streamband.errors import SpecError
+from streamband.loop.engine import FlowMapping, flow_name
 from streamband.loop.guard import HarmGuard
+from streamband.loop.openflow import ENFORCE, MeterEnforcer, ShaperEnforcer
 from streamband.loop.reports import ProfileReceiver, app_totals
-from streamband.manage.config import Network, load_config
-from streamband.manage.service import Service
+from streamband.manage.config import ClusterConfig, Network, load_config
+from streamband.manage.service import Service, saved_paths
 from streamband.manage.state import State
 from streamband.storm.flows import map_flows
 
@@ -281,3 +284,96 @@ def test_flink_job_by_name():
                {"jid": "e", "name": "tt", "state": "FINISHED", "start-time": 5}]
     assert FlinkEngine._jobs(listing) == {"wc": Job("c", "RUNNING"),
                                           "tt": Job("e", "finished", True)}
+
+
+# -- enforce: meter | shaper --------------------------------------------------------------
+@pytest.mark.parametrize("change, expect", [
+    ({"enforce": "shapr"}, "enforce: Input should be 'meter' or 'shaper', did you mean "
+     "'shaper'? (got 'shapr')"),
+    ({"enforce": "police"}, "enforce: Input should be 'meter' or 'shaper' (got 'police')"),
+    ({"enforce": True}, "enforce: Input should be 'meter' or 'shaper'"),
+    # the controller names a port by its interface: one name, one port
+    ({"enforce": "shaper", "network__hosts__2__port": "p2"}, "network.hosts.2.port: port "
+     "'p2' of s2 is also network.hosts.0.port of s1; with enforce: shaper the controller "
+     "runs tc on ports by interface name"),
+    ({"enforce": "shaper", "network__trunks__0__b_port": "p3"}, "network.trunks.0.b_port: "
+     "port 'p3' of s2 is also network.hosts.1.port of s1"),
+])
+def test_bad_enforce_is_one_line(tmp_path, change, expect):
+    with pytest.raises(SpecError) as err:
+        load_config(write(tmp_path, **change))
+    assert "\n" not in str(err.value) and expect in str(err.value), str(err.value)
+    assert str(err.value).startswith(str(tmp_path / "cluster.yaml"))
+
+
+def test_enforce_default_and_check(tmp_path):
+    """Meters unless the config says shaper; a port name on two switches is fine for
+    meters (they go by dpid); ``--check`` says which enforcement runs; the config's
+    choices are the benches' (``--enforce``)."""
+    assert get_args(ClusterConfig.model_fields["enforce"].annotation) == ENFORCE
+    assert load_config(write(tmp_path)).enforce == "meter"
+    assert load_config(write(tmp_path, network__hosts__2__port="p2")).enforce == "meter"
+    r = manage("--config", str(write(tmp_path)), "--check")
+    assert r.returncode == 0 and "enforced by meters (OpenFlow meters" in r.stdout, r.stderr
+    r = manage("--config", str(write(tmp_path, enforce="shaper")), "--check")
+    assert r.returncode == 0 and "enforced by the shaper (HTB classes" in r.stdout, r.stderr
+    r = manage("--config", str(write(tmp_path, enforce="shapr")), "--check")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 \
+        and "enforce: Input should be 'meter' or 'shaper', did you mean 'shaper'?" in r.stderr
+
+
+def shaper_mapping(tmp_path: Path, **change: object) -> tuple[Service, FlowMapping]:
+    """A service of GOOD's network (s1: 10.0.0.2, .3; s2: .4; a 10 Mbit/s trunk) and the
+    flows of A (.2) -> B (.4), A -> C (.3) and D (.4) -> E (.2)."""
+    service = Service(load_config(write(tmp_path, **change)))
+    ex = [{"component": c, "task_start": t, "task_end": t, "host": h, "port": p}
+          for c, t, h, p in (("A", 1, "10.0.0.2", 6700), ("B", 2, "10.0.0.4", 6700),
+                             ("C", 3, "10.0.0.3", 6701), ("D", 4, "10.0.0.4", 6702),
+                             ("E", 5, "10.0.0.2", 6703))]
+    m = map_flows({"executors": ex}, [("A", "B"), ("A", "C"), ("D", "E")], service.net.topo,
+                  {})
+    assert m.names == ["10.0.0.2->10.0.0.4:6700", "10.0.0.2->10.0.0.3:6701",
+                       "10.0.0.4->10.0.0.2:6703"]
+    return service, m
+
+
+def test_shaper_rate_items_name_the_egress_ports(tmp_path):
+    """With ``enforce: shaper`` the step's one batch puts each capped flow's class on the
+    switch egress ports of its path (the trunk's port out of its sender's switch, the
+    port to its receiver; never the sender's own uplink), at the link's rate from the
+    config (the controller cannot read it off a port the testbed did not shape), and
+    counts every flow on its sender's switch with an uncapped meter; an uncapped flow
+    is listed only where a capped one is. A resumed allocation's flows get the same ports
+    from the routing the state keeps."""
+    service, m = shaper_mapping(tmp_path, enforce="shaper")
+    enf = service.aim(m.keys, m.paths)
+    assert isinstance(enf, ShaperEnforcer) and enf.dpids == [1, 1, 2]
+    assert enf.ports == [["t1", "p4"], ["p3"], ["t2", "p2"]]
+    items = enf.rate_items(np.array([3e6, 2e6, np.inf]))
+    assert [(flow_name(i["flow"]), i["port"], i["rate_bps"], i["link_rate_bps"])
+            for i in items] == [
+        ("10.0.0.2->10.0.0.4:6700", "t1", 3e6, 10e6),
+        ("10.0.0.2->10.0.0.4:6700", "p4", 3e6, 20e6),
+        ("10.0.0.2->10.0.0.3:6701", "p3", 2e6, 20e6)]
+    assert [x["rate_bps"] for x in enf.meters(np.full(3, np.inf))] == [None] * 3
+    items = enf.rate_items(np.array([np.inf, 2e6, 1e6]))
+    assert [(flow_name(i["flow"]), i["port"], i["rate_bps"]) for i in items] == [
+        ("10.0.0.2->10.0.0.3:6701", "p3", 2e6),
+        ("10.0.0.4->10.0.0.2:6703", "t2", 1e6), ("10.0.0.4->10.0.0.2:6703", "p2", 1e6)]
+    st = State(tmp_path / "s", keep=100)
+    st.set_routing("fj", "fj-1", {}, m.keys, m.paths)
+    routes = saved_paths(st.routing()["fj"], [m.keys[2], m.keys[0],
+                                              {"src_ip": "10.0.0.9", "dst_ip": "10.0.0.2"}])
+    st.close()
+    assert service.aim([m.keys[2], m.keys[0], m.keys[1]], routes).ports == [
+        ["t2", "p2"], ["t1", "p4"], []]
+
+
+def test_meter_service_meters_on_the_senders_switch(tmp_path):
+    """With the default (meters) the same batch is one meter per flow on its sender's
+    switch, and no rate classes."""
+    service, m = shaper_mapping(tmp_path)
+    enf = service.aim(m.keys, m.paths)
+    assert type(enf) is MeterEnforcer and enf.dpids == [1, 1, 2]
+    assert [x["rate_bps"] for x in enf.meters(np.array([3e6, np.inf, 1e6]))] == \
+        [3e6, None, 1e6]

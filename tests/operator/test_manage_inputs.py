@@ -14,6 +14,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import httpx
 import pytest
@@ -35,11 +38,10 @@ def _port(kind: int) -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def service(tmp_path_factory: pytest.TempPathFactory):
-    """The service on loopback ports of its own (token set), Δt 0.5 s; stopped and its
-    ports checked free at the end."""
-    work = tmp_path_factory.mktemp("manage-inputs")
+@contextmanager
+def running(work: Path, **top: object) -> Iterator[tuple[httpx.Client, dict, Path]]:
+    """The service on loopback ports of its own (token set), Δt 0.5 s, the config's
+    top-level keys ``top`` added; stopped and its ports checked free at the end."""
     tcp = lambda: f"127.0.0.1:{_port(socket.SOCK_STREAM)}"  # noqa: E731
     cfg = {"storm": {"nimbus": tcp(), "profiler": f"127.0.0.1:{_port(socket.SOCK_DGRAM)}"},
            "controller": {"api": tcp(), "token_env": None},
@@ -49,7 +51,8 @@ def service(tmp_path_factory: pytest.TempPathFactory):
                                  {"ip": "10.0.0.3", "switch": "s1", "port": "p3",
                                   "link_mbps": 20}]},
            "topologies": [{"name": "fj", "policy": "appaware"}],
-           "manager": {"dt_s": 0.5, "state_dir": str(work / "state"), "listen": tcp()}}
+           "manager": {"dt_s": 0.5, "state_dir": str(work / "state"), "listen": tcp()},
+           **top}
     path = work / "cluster.yaml"
     path.write_text(yaml.safe_dump(cfg))
     env = {k: v for k, v in os.environ.items() if k != "STREAMBAND_TESTBED"}
@@ -73,6 +76,13 @@ def service(tmp_path_factory: pytest.TempPathFactory):
                        (cfg["storm"]["profiler"], socket.SOCK_DGRAM)):
         with socket.socket(socket.AF_INET, kind) as s:  # free: nothing left holding it
             s.bind(("127.0.0.1", int(addr.rpartition(":")[2])))
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory):
+    """The service (meters, the default), for this module's tests."""
+    with running(tmp_path_factory.mktemp("manage-inputs")) as svc:
+        yield svc
 
 
 def rejected(api: httpx.Client) -> dict[str, float]:
@@ -176,3 +186,20 @@ def test_api_bad_authorization_is_401(service, header):
                       headers={} if header is None else {"authorization": header})
         assert r.status_code == 401, (path, r.status_code, r.text[:200])
     assert api.get("/api/v1/status").status_code == 200
+
+
+def enforcement(api: httpx.Client) -> tuple[str, list[str], list[object]]:
+    """What the service says of its enforcement: the status's ``enforce``, the
+    ``streamband_enforcement_info`` series of /metrics, the status's rate classes."""
+    st = api.get("/api/v1/status").json()
+    info = re.findall(r'^streamband_enforcement_info\{enforce="([^"]+)"\} 1\.0$',
+                      api.get("/metrics").text, re.M)
+    return st["enforce"], info, st["rates"]
+
+
+def test_enforcement_is_shown(service, tmp_path):
+    """The status and /metrics name the enforcement in use: meters by default, the
+    shaper when the config says so (no rate classes pushed: no controller answers)."""
+    assert enforcement(service[0]) == ("meter", ["meter"], [])
+    with running(tmp_path, enforce="shaper") as (api, _, _):
+        assert enforcement(api) == ("shaper", ["shaper"], [])

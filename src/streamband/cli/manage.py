@@ -7,6 +7,10 @@ from pathlib import Path
 
 import typer
 
+#: what ``--check`` says of each ``enforce``
+ENFORCED = {"meter": "meters (OpenFlow meters on the senders' switches, policing)",
+            "shaper": "the shaper (HTB classes on the switch egress ports, queueing)"}
+
 
 def manage(
     config: Path = typer.Option(..., "--config", help="cluster.yaml: the Storm cluster, the "
@@ -27,6 +31,7 @@ def manage(
     if check:
         Service.check(cfg, ports=True)
         typer.echo(f"{config}: {len(cfg.topologies)} topologies, "
-                   f"{len(cfg.network.hosts)} hosts, {len(cfg.network.switches)} switches")
+                   f"{len(cfg.network.hosts)} hosts, {len(cfg.network.switches)} switches, "
+                   f"enforced by {ENFORCED[cfg.enforce]}")
         return
     serve(cfg)

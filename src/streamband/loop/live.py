@@ -84,6 +84,10 @@ class ManagerMetrics:
         self.info = Gauge("streamband_topology_info", "a managed topology (Storm) or job "
                           "(Flink) and its engine; always 1", ["topology", "engine"],
                           registry=r)
+        self.enforce = Gauge("streamband_enforcement_info", "how the rates are enforced: "
+                             "meter (OpenFlow meters that police) or shaper (HTB classes on "
+                             "the switch egress ports that queue); always 1", ["enforce"],
+                             registry=r)
         self._flows: dict[str, list[str]] = {}
         if port is not None:
             start_http_server(port, addr=addr, registry=r)

@@ -18,6 +18,7 @@ and enforcement through the SDN controller's HTTP API (:mod:`streamband.sdn`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +54,14 @@ def port_rates(ports: list[dict[str, Any]], refs: list[PortRef]) -> np.ndarray:
         if p is not None:
             used[i] = p["rx_bps"] if ref.direction == "rx" else p["tx_bps"]
     return used
+
+
+def egress_ports(routing: Any, link_ports: Sequence[PortRef]) -> list[list[str]]:
+    """Each flow's switch egress ports (the links it crosses that leave a switch), from
+    the (flows x links) routing matrix."""
+    r = routing.tocsr()
+    return [[link_ports[int(lk)].port for lk in r.indices[r.indptr[i]:r.indptr[i + 1]]
+             if link_ports[int(lk)].direction == "tx"] for i in range(r.shape[0])]
 
 
 #: cross traffic is the least of this many readings: port and flow counters come from
@@ -175,13 +184,20 @@ class ShaperEnforcer(MeterEnforcer):
     the link, so a flow above its rate waits instead of being dropped and what one flow
     leaves unused goes to the others in proportion to their rates. The flows keep their
     counting rules (uncapped meters) under the same lease. A host's uplink is not the
-    switch's to schedule: there its flows share as TCP."""
+    switch's to schedule: there its flows share as TCP. ``links``: each port's link rate,
+    bit/s, for ports the testbed did not shape (the controller cannot read it there). A
+    port no capped flow crosses any more is given back at once (``DELETE /v1/rates``), as
+    an uncapped flow's meter goes at once: a lifted cap never waits for its lease."""
 
     def __init__(self, client: ControllerClient, flows: list[dict[str, Any] | None],
-                 ports: list[list[str]], dt: float) -> None:
+                 ports: list[list[str]], dt: float,
+                 links: dict[str, float] | None = None) -> None:
         super().__init__(client, flows, dt)
         self.ports = ports
-        self.rates: dict[str, Any] = {}
+        self.links = links or {}
+        self.rates: dict[str, Any] = {}  # the controller's answer to the last push
+        self.pushed: list[dict[str, Any]] = []  # the rate items of the last push
+        self.shaped: set[str] = set()  # the ports the controller holds rate classes on
 
     def rate_items(self, rates_bps: np.ndarray) -> list[dict[str, Any]]:
         """The rate classes of ``rates_bps`` (the controller API's ``rates`` items): each
@@ -198,10 +214,14 @@ class ShaperEnforcer(MeterEnforcer):
         live = [(key, rate, ports) for key, rate, ports
                 in zip(self.flows, rates_bps, self.ports, strict=True) if key is not None]
         capped = {p for _, rate, ports in live if np.isfinite(rate) for p in ports}
-        return [{"flow": key, "port": p,
-                 "rate_bps": float(max(rate, self.min_rate_bps)) if np.isfinite(rate) else None}
-                for key, rate, ports in live for p in ports
-                if np.isfinite(rate) or p in capped]
+        items = [{"flow": key, "port": p,
+                  "rate_bps": float(max(rate, self.min_rate_bps)) if np.isfinite(rate) else None}
+                 for key, rate, ports in live for p in ports
+                 if np.isfinite(rate) or p in capped]
+        for item in items:
+            if item["port"] in self.links:
+                item["link_rate_bps"] = float(self.links[item["port"]])
+        return items
 
     def enforce(self, rates_bps: np.ndarray) -> None:
         self.last = self.client.put_meters(self.meters(np.full(len(self.flows), np.inf)),
@@ -209,6 +229,13 @@ class ShaperEnforcer(MeterEnforcer):
         items = self.rate_items(rates_bps)
         if items:
             self.rates = self.client.put_rates(items, self.lease_s)
+        self.pushed = items
+        listed = {i["port"] for i in items}
+        self.shaped |= listed
+        for port in sorted(self.shaped - listed):
+            # its classes would keep the lifted caps until their lease ran out
+            self.client.delete_rates(port)
+            self.shaped.discard(port)
 
 
 #: how a window's rates are enforced: OpenFlow meters that police (000 §V-B1) or HTB

@@ -23,6 +23,7 @@ from streamband.loop.openflow import (
     MeterEnforcer,
     PortRef,
     ShaperEnforcer,
+    egress_ports,
 )
 from streamband.sdn.client import ControllerClient
 
@@ -52,14 +53,6 @@ def window_manager(client: ControllerClient, capacities: np.ndarray,
                    linkstats=linkstats, enforcer=enforcer, dt=dt, weights=weights,
                    guard=HarmGuard() if guard and not tcp and policy != "observe" else None,
                    **extra)
-
-
-def egress_ports(routing: Any, link_ports: Sequence[PortRef]) -> list[list[str]]:
-    """Each flow's switch egress ports (the links it crosses that leave a switch), from
-    the (flows x links) routing matrix."""
-    r = routing.tocsr()
-    return [[link_ports[int(lk)].port for lk in r.indices[r.indptr[i]:r.indptr[i + 1]]
-             if link_ports[int(lk)].direction == "tx"] for i in range(r.shape[0])]
 
 
 def start_loop(manager: Manager, log: Path | None = None,

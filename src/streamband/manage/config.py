@@ -263,6 +263,11 @@ class ClusterConfig(Numbers):
     network: NetworkConfig
     topologies: list[TopologyConfig] = Field(min_length=1)
     manager: ManagerSettings
+    enforce: Literal["meter", "shaper"] = Field(
+        "meter", description="how the rates are enforced: meter (an OpenFlow meter per flow "
+        "on the sender's switch: it polices, dropping what exceeds the rate) or shaper (an "
+        "HTB class per flow on every switch egress port of its path: it queues; the "
+        "controller runs tc on the ports, so they must be Linux interfaces of its machine)")
 
     def engine_of(self, t: TopologyConfig) -> str:
         """The engine ``t`` runs on: its own ``engine``, else storm, or flink when the
@@ -332,6 +337,16 @@ def load_config(path: Path) -> ClusterConfig:
             if getattr(t, end) not in names:
                 raise SpecError(f"{path}: network.trunks.{i}.{end}: unknown switch "
                                 f"{getattr(t, end)!r}, expected one of {', '.join(names)}")
+    if cfg.enforce == "shaper":
+        # the controller shapes a port by its interface name (tc on its own machine)
+        owner: dict[str, tuple[str, str]] = {}
+        for (sw, port), where in ends.items():
+            if port in owner and owner[port][0] != sw:
+                raise SpecError(f"{path}: network.{where}: port {port!r} of {sw} is also "
+                                f"network.{owner[port][1]} of {owner[port][0]}; with enforce: "
+                                "shaper the controller runs tc on ports by interface name, "
+                                "expected each switch port's own name")
+            owner[port] = (sw, where)
     ips = [h.ip for h in net.hosts]
     dup = [ip for ip, n in Counter(ips).items() if n > 1]
     if dup:
@@ -389,3 +404,10 @@ class Network:
             ports += [PortRef(dpids[t.a], t.a_port, "tx"), PortRef(dpids[t.b], t.b_port, "tx")]
             names += [f"{t.a}->{t.b}", f"{t.b}->{t.a}"]
         return cls(topo, ports, {h.ip: dpids[h.switch] for h in net.hosts}, names)
+
+    def egress_rates(self) -> dict[str, float]:
+        """Each switch egress port (by name) and its link's capacity, bit/s: the ports
+        the shaper's classes go on, and the rate each port's tree shapes."""
+        return {ref.port: float(cap) for ref, cap in zip(self.ports, self.topo.capacities,
+                                                         strict=True)
+                if ref.direction == "tx"}

@@ -11,9 +11,14 @@ is, and "topology" below means either.
 Every Δt, for every managed topology that runs: observe (its engine's profiler summed per
 flow, :class:`~streamband.loop.engine.SwitchMeasured`, and link statistics), decide (its
 policy, switchable live), then one enforcement of every topology's flows through the
-meter enforcer every backend uses (:class:`~streamband.loop.openflow.MeterEnforcer`: one
-batch, leased for 3 Δt, or 3 x the longest recent gap between steps when they run late,
-:class:`~streamband.loop.manager.Lease`, so a dead manager fails open). Rules of safety:
+enforcer the config's ``enforce`` names, as the benches use them: OpenFlow meters on the
+senders' switches that police (:class:`~streamband.loop.openflow.MeterEnforcer`, the
+default) or HTB classes on the switch egress ports of each flow's path that queue
+(:class:`~streamband.loop.openflow.ShaperEnforcer`); one batch, leased for 3 Δt, or 3 x
+the longest recent gap between steps when they run late,
+:class:`~streamband.loop.manager.Lease`, so a dead manager fails open (the controller
+drops the meters, or the classes and the ports share as plain TCP). The rules of safety
+are the same for both:
 
 - a report or a flow state with a non-finite, negative or absurd value is rejected and
   counted, never enforced; the step keeps the last safe allocation (``hold``);
@@ -57,7 +62,13 @@ from streamband.loop.engine import Engine, EngineError, FlowMapping, SwitchMeasu
 from streamband.loop.guard import HarmGuard
 from streamband.loop.live import ManagerMetrics, next_slot
 from streamband.loop.manager import LEASE_STEPS, Allocation, Lease, Manager
-from streamband.loop.openflow import ControllerLinkStats, MeterEnforcer, port_rates
+from streamband.loop.openflow import (
+    ControllerLinkStats,
+    MeterEnforcer,
+    ShaperEnforcer,
+    egress_ports,
+    port_rates,
+)
 from streamband.loop.reports import ProfileReceiver, app_totals, throughput
 from streamband.manage.config import (
     ClusterConfig,
@@ -67,6 +78,7 @@ from streamband.manage.config import (
     secret,
 )
 from streamband.manage.state import State
+from streamband.model.routing import routing_matrix
 from streamband.sdn.auth import LOOPBACK
 from streamband.sdn.client import ControllerClient, ControllerError
 from streamband.storm.engine import StormEngine
@@ -92,7 +104,7 @@ class StepCounters:
         self._ports = self.client.ports()
         self._flows = self.client.flows()
         now = self.bytes_by_key()
-        bps = {tuple(sorted(_match(m["flow"]).items())): float(m["bps"]) for m in self._flows}
+        bps = {_key(m["flow"]): float(m["bps"]) for m in self._flows}
         # a counter is trusted once it was there a step ago, has not restarted, and shows
         # in its rate what it counted (a rule the controller just installed has bytes but
         # no rate until its second poll)
@@ -103,7 +115,7 @@ class StepCounters:
         """Whether every flow of ``keys`` has a measured rate the link statistics can use
         (not a counting rule installed since the last step: after a manager's restart or
         a controller's, a flow counted as 0 would read as cross traffic)."""
-        return all(tuple(sorted(_match(k).items())) in self._settled for k in keys)
+        return all(_key(k) in self._settled for k in keys)
 
     def ports(self) -> list[dict[str, Any]]:
         return self._ports
@@ -115,7 +127,7 @@ class StepCounters:
         """Cumulative bytes of every counted flow, by its match (sorted items)."""
         out = {}
         for m in self._flows:
-            out[tuple(sorted(_match(m["flow"]).items()))] = float(m["bytes"])
+            out[_key(m["flow"])] = float(m["bytes"])
         return out
 
     def link_used(self, net: Network) -> np.ndarray:
@@ -129,6 +141,11 @@ def _match(flow: dict[str, Any]) -> dict[str, Any]:
         if flow.get(p):
             k[p] = flow[p]
     return k
+
+
+def _key(flow: dict[str, Any]) -> tuple[Any, ...]:
+    """A flow key as a hashable value (its items, sorted)."""
+    return tuple(sorted(_match(flow).items()))
 
 
 class _Collect:
@@ -195,7 +212,10 @@ class Service:
         self.counters = StepCounters(self.client)
         #: every topology's flows are pushed as one batch through one enforcer, under
         #: one lease that late steps stretch (as every backend's Manager does)
-        self.enforcer = MeterEnforcer(self.client, [], self.dt)
+        self.enforcer: MeterEnforcer = (
+            ShaperEnforcer(self.client, [], [], self.dt, links=self.net.egress_rates())
+            if cfg.enforce == "shaper" else MeterEnforcer(self.client, [], self.dt))
+        self.metrics.enforce.labels(cfg.enforce).set(1)
         self.lease = Lease(self.dt)
         self.lease_s = LEASE_STEPS * self.dt  # the lease of the last push
         self.engines: dict[str, Engine] = {}
@@ -224,8 +244,10 @@ class Service:
         self.starts = 0
         self.started_at = time.time()
         self._pushed = False
-        #: topology -> (until, flow keys, rates): a resumed allocation not yet re-mapped
-        self.resumed: dict[str, tuple[float, list[dict[str, Any]], list[float]]] = {}
+        #: topology -> (until, flow keys, rates, paths): a resumed allocation not yet
+        #: re-mapped
+        self.resumed: dict[str, tuple[float, list[dict[str, Any]], list[float],
+                                      list[list[int]]]] = {}
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
@@ -344,6 +366,14 @@ class Service:
         if a and message:
             self.state.event("recovered", message, a["topology"])
 
+    def _controller_failed(self, exc: ControllerError) -> None:
+        """Count and alert a failed call to the controller: unreachable, or up and refusing
+        (an answer is not an outage, e.g. a port the shaper cannot ``tc``)."""
+        self.metrics.controller_up.set(0 if exc.status is None else 1)
+        self.metrics.errors.labels("controller").inc()
+        self._alert("controller", "controller unreachable" if exc.status is None
+                    else "controller refused", str(exc))
+
     def _error(self, kind: str, message: str) -> None:
         self.metrics.errors.labels(kind).inc()
         self._alert(f"error:{kind}", "error", message)
@@ -356,27 +386,30 @@ class Service:
         now = time.time()
         keys: list[dict[str, Any]] = []
         rates: list[float] = []
+        paths: list[list[int]] = []
         kept = []
+        routing = self.state.routing()
         for name, (when, flows, safe) in self.state.safe().items():
             if name not in self.tops or now - when > LEASE_STEPS * self.dt:
                 continue
             kept.append(name)
             mine = [float(r) for r in safe]  # inf: uncapped
             until = when + (self.cfg.manager.hold_intervals + LEASE_STEPS) * self.dt
-            self.resumed[name] = (until, list(flows), mine)
+            routes = saved_paths(routing.get(name), flows)
+            self.resumed[name] = (until, list(flows), mine, routes)
             keys += flows
             rates += mine
+            paths += routes
         if not keys:
             return
-        enf = self.enforcer
-        enf.flows, enf.dpids = keys, [self.net.dpid.get(k["src_ip"]) for k in keys]
+        enf = self.aim(keys, paths)
         enf.lease_s = self.lease_s = self.lease.at(now)
         try:
             enf.enforce(np.array(rates))
             self.state.event("resume", f"re-applied the last safe allocation of "
                              f"{', '.join(kept)} ({len(keys)} flows)")
         except ControllerError as exc:
-            self._alert("controller", "controller unreachable", str(exc))
+            self._controller_failed(exc)
 
     # -- the flow mapper --------------------------------------------------------------------
     def watch_once(self) -> None:
@@ -511,9 +544,7 @@ class Service:
         try:
             self.counters.refresh()
         except ControllerError as exc:
-            self.metrics.controller_up.set(0)
-            self.metrics.errors.labels("controller").inc()
-            self._alert("controller", "controller unreachable", str(exc))
+            self._controller_failed(exc)
             with self.lock:  # the topologies' throughput is still seen (the profiler's)
                 for mt in self.tops.values():
                     if mt.mapping is not None:
@@ -522,6 +553,7 @@ class Service:
         with self.lock:
             keys: list[dict[str, Any]] = []
             rates: list[float] = []
+            paths: list[list[int]] = []
             owners: list[str] = []
             done: list[tuple[Managed, Allocation | None, float]] = []
             for mt in self.tops.values():
@@ -530,32 +562,30 @@ class Service:
                 alloc = self._decide(mt, now)
                 keys += mt.mapping.keys
                 rates += [float(r) for r in mt.rates]
+                paths += mt.mapping.paths
                 owners += [mt.name] * mt.mapping.n
                 self._observe_app(mt, snap[mt.name], now)
                 done.append((mt, alloc, now))
-            for name, (until, kept_keys, kept_rates) in list(self.resumed.items()):
+            for name, (until, kept_keys, kept_rates, kept_paths) in list(self.resumed.items()):
                 if now < until and self.tops[name].mapping is None:
                     # resumed, not yet re-mapped: keep its caps a while
                     keys += kept_keys
                     rates += kept_rates
+                    paths += kept_paths
                     owners += [name] * len(kept_keys)
                 else:
                     del self.resumed[name]
             lease = self.lease.at(now)
             if not keys:
                 return  # nothing to manage: whatever leases remain run out (fail-open)
-            enf = self.enforcer
-            # the sender's edge switch meters each flow
-            enf.flows, enf.dpids = keys, [self.net.dpid.get(k["src_ip"]) for k in keys]
+            enf = self.aim(keys, paths)
             enf.lease_s = self.lease_s = lease
             meters = enf.meters(np.array(rates))
             try:
                 enf.enforce(np.array(rates))
                 res = enf.last
             except ControllerError as exc:
-                self.metrics.controller_up.set(0)
-                self.metrics.errors.labels("controller").inc()
-                self._alert("controller", "controller unreachable", str(exc))
+                self._controller_failed(exc)
                 return
             self.metrics.controller_up.set(1)
             self._clear("controller", "the controller answers again; allocation installed")
@@ -573,6 +603,17 @@ class Service:
                 self._account(mt, alloc, when, spent)
             self._account_links(now)
             self.meters = self.counters.flows()
+
+    def aim(self, keys: list[dict[str, Any]], paths: list[list[int]]) -> MeterEnforcer:
+        """The enforcer, set to push the flows ``keys`` (``paths[i]``: flow i's links) as
+        one batch: each counted (and, with meters, metered) on its sender's edge switch;
+        with the shaper, each one's classes on the switch egress ports of its path."""
+        enf = self.enforcer
+        enf.flows, enf.dpids = keys, [self.net.dpid.get(k["src_ip"]) for k in keys]
+        if isinstance(enf, ShaperEnforcer):
+            enf.ports = egress_ports(routing_matrix(paths, len(self.net.ports)),
+                                     self.net.ports)
+        return enf
 
     def _decide(self, mt: Managed, now: float) -> Allocation | None:
         """Set ``mt.rates`` and ``mt.decision``; returns the policy's allocation when the
@@ -695,8 +736,13 @@ class Service:
             self.metrics.used.labels(name).set(float(used[i]))
             self.metrics.capacity.labels(name).set(float(cap[i]))
         flows = self.counters.flows()
-        self.metrics.leases.labels("capped").set(sum(1 for f in flows if f["rate_bps"]))
-        self.metrics.leases.labels("counted").set(sum(1 for f in flows if not f["rate_bps"]))
+        capped = sum(1 for f in flows if f["rate_bps"])
+        if isinstance(self.enforcer, ShaperEnforcer):
+            # the shaper's caps are rate classes, the flows' meters only count them
+            capped = len({_key(i["flow"]) for i in self.enforcer.pushed
+                          if i["rate_bps"] is not None})
+        self.metrics.leases.labels("capped").set(capped)
+        self.metrics.leases.labels("counted").set(len(flows) - capped)
         self.links.append({"t": now, "util": (used / cap).tolist()})
 
     # -- views ------------------------------------------------------------------------------
@@ -726,15 +772,27 @@ class Service:
             return {
                 "time": time.time(), "started": self.started_at, "starts": self.starts,
                 "dt_s": self.dt, "steps": self.steps, "lease_s": self.lease_s,
+                "enforce": self.cfg.enforce,
                 "policies": ["tcp"] + [n for n, e in POLICIES.items() if e.kind == "loop"],
                 "topologies": tops,
                 "links": {"names": self.net.names,
                           "capacity_bps": self.net.topo.capacities.tolist(),
                           "series": list(self.links)[-points:]},
                 "meters": self.meters,
+                "rates": (self.enforcer.pushed if isinstance(self.enforcer, ShaperEnforcer)
+                          else []),
                 "alerts": sorted(self.alerts.values(), key=lambda a: a["since"]),
                 "events": self.state.events(30),
             }
+
+
+def saved_paths(routing: dict[str, Any] | None, keys: list[dict[str, Any]]
+                ) -> list[list[int]]:
+    """Each flow of ``keys``' path as the state's routing of its topology keeps it (no
+    link where it keeps none: the flow is counted, never shaped)."""
+    saved = {} if routing is None else {_key(k): p for k, p in zip(
+        routing["flows"], routing["paths"], strict=True)}
+    return [list(saved.get(_key(k), [])) for k in keys]
 
 
 def profiler_addresses(cfg: ClusterConfig) -> dict[str, str]:

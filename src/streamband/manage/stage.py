@@ -137,7 +137,7 @@ class Stage:
     # -- the config an operator writes -----------------------------------------------------
     def config(self, topologies: list[dict[str, Any]], state_dir: Path, dt: float = 1.0,
                placement_every_s: float = 2.0, guard: bool = True,
-               hold_intervals: int = 3) -> dict[str, Any]:
+               hold_intervals: int = 3, enforce: str = "meter") -> dict[str, Any]:
         tb = self.tb
         topo = tb.topo
         refs = tb.link_ports()
@@ -162,6 +162,7 @@ class Stage:
                         "listen": f"{MASTER}:{MANAGE_PORT}",
                         "token_env": "STREAMBAND_MANAGE_TOKEN", "guard": guard,
                         "hold_intervals": hold_intervals},
+            "enforce": enforce,
         }
 
     def write_config(self, path: Path, *args: Any, **kw: Any) -> Path:

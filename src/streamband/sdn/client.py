@@ -13,7 +13,12 @@ from streamband.errors import PreconditionError
 
 
 class ControllerError(PreconditionError):
-    """The controller refused a request or cannot be reached."""
+    """The controller refused a request (``status``: its HTTP status) or cannot be
+    reached (``status`` None)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class ControllerClient:
@@ -32,7 +37,8 @@ class ControllerClient:
         except httpx.HTTPError as exc:
             raise ControllerError(f"controller {self.http.base_url}: {exc}") from None
         if r.status_code >= 400:
-            raise ControllerError(f"{method} {path}: {r.status_code} {r.text[:300]}")
+            raise ControllerError(f"{method} {path}: {r.status_code} {r.text[:300]}",
+                                  r.status_code)
         return r.json()
 
     def health(self) -> dict[str, Any]:

@@ -133,7 +133,7 @@ function render(st) {
   document.getElementById("login").hidden = true;
   const ctl = st.alerts.some(a => a.kind === "controller unreachable") ? "unreachable" : "up";
   document.getElementById("summary").textContent =
-    `Δt ${st.dt_s} s · ${st.steps} allocations since start ${st.starts} · controller ${ctl} · ${fmtTime(st.time)}`;
+    `Δt ${st.dt_s} s · enforced by ${st.enforce === "shaper" ? "the shaper (queues)" : "meters (police)"} · ${st.steps} allocations since start ${st.starts} · controller ${ctl} · ${fmtTime(st.time)}`;
   const alerts = document.getElementById("alerts");
   alerts.innerHTML = "";
   for (const a of st.alerts) {
@@ -152,6 +152,15 @@ function render(st) {
     mb.append(el("tr", {}, el("td", {}, `${f.src_ip}→${f.dst_ip}:${f.dst_port}`), el("td", {}, String(m.dpid)),
       el("td", {}, m.rate_bps ? mbps(m.rate_bps) + " Mbit/s" : "none (counted)"),
       el("td", {}, mbps(m.bps) + " Mbit/s"), el("td", {}, m.lease_left_s.toFixed(1) + " s")));
+  }
+  document.getElementById("rates-card").hidden = st.enforce !== "shaper";
+  const rb = document.querySelector("#rates tbody");
+  rb.innerHTML = "";
+  for (const r of st.rates) {
+    const f = r.flow;
+    rb.append(el("tr", {}, el("td", {}, `${f.src_ip}→${f.dst_ip}:${f.dst_port}`), el("td", {}, r.port),
+      el("td", {}, r.rate_bps === null ? "none (the link's)" : mbps(r.rate_bps) + " Mbit/s"),
+      el("td", {}, r.link_rate_bps ? mbps(r.link_rate_bps) + " Mbit/s" : "")));
   }
   const ev = document.getElementById("events");
   ev.innerHTML = "";
