@@ -93,7 +93,8 @@ ENFORCE_HELP = ("storm, flink: how the managed policies' rates are enforced: met
                 "(an OpenFlow meter per flow, policing: above its rate a packet is dropped; "
                 "the default) or shaper (an HTB class per flow on the switch egress ports of "
                 "its path, ceil the link: above its rate a packet waits, and what one flow "
-                "leaves unused goes to the others in proportion to their rates)")
+                "leaves unused goes to the others in proportion to their rates; the "
+                "default of bench paper-000's Kafka-fed runs)")
 ALIGNMENT_HELP = ("flink: Flink's watermark alignment (FLIP-217), its own answer to a "
                   "lagging input: a source whose watermark runs this many ms ahead of the "
                   "slowest pauses (default: 0, off)")
@@ -211,8 +212,9 @@ def bench(
     repeat: int = typer.Option(1, help="runs per configuration on a noisy backend"),
     full_trace: bool = typer.Option(False, help="paper-004: the whole trace everywhere"),
     policy: str = typer.Option(None, help="the managed policy under test in place of "
-                               "appaware (paper-001 on testbed and paper-000 on storm: "
-                               "appaware-store; paper-002: bwman) (a policy that does "
+                               "appaware (paper-001 on testbed and paper-000 on storm "
+                               "or flink: appaware-store; paper-002: bwman) (a policy "
+                               "that does "
                                "nothing must fail the checks)"),
     guard: bool = typer.Option(None, "--guard/--no-guard", help=GUARD_HELP),
     max_pending: int = typer.Option(None, help=PENDING_HELP),

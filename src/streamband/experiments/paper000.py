@@ -69,17 +69,17 @@ STORM_WARMUP_S = 60.0
 #: downlinks; eq. (3) splits those by the senders' backlogs. On the simulator both give
 #: the same gains.
 UNDER_TEST = {"sim": "appaware", "storm": "appaware-store"}
-#: Kafka-fed Storm: the joins report what waits in their stores, but problem (4) reads
-#: ρ from one interval's deliveries there and its caps swing; the senders hold the
-#: integral backlog (the spouts' unread records, the word counters' queues), so eq. (3)
-#: splits those downlinks (``appaware-store``). Flink's credit-based flow control shows a
-#: receiver's backlog in its input pools
-UNDER_TEST_KAFKA = {"storm": "appaware-store", "sim": "appaware", "flink": "appaware"}
-#: Kafka-fed Storm: the rates as per-flow HTB classes at the bottleneck ports
+#: Kafka-fed engines: the joins report what waits in their stores, but problem (4) reads
+#: ρ from one interval's deliveries there and its caps swing (on Flink too: credit-based
+#: flow control keeps the receivers' input pools near empty); the senders hold the
+#: integral backlog (the sources' unread records, the word counters' queues), so eq. (3)
+#: splits those downlinks (``appaware-store``)
+UNDER_TEST_KAFKA = {"storm": "appaware-store", "sim": "appaware", "flink": "appaware-store"}
+#: Kafka-fed engines: the rates as per-flow HTB classes at the bottleneck ports
 #: (:mod:`streamband.sdn.shaper`), not meters: a meter drops what is above a flow's rate
 #: and each drop halves TCP's window, so the metered word counters carried 70-90 % of
 #: their caps and the aggregator's downlink fewer bytes than under TCP
-STORM_KAFKA_ENFORCE = "shaper"
+KAFKA_ENFORCE = "shaper"
 #: the smallest throughput gain over tcp that counts as app-aware doing its job
 MIN_GAIN_PCT = 10.0
 #: issue 33, Kafka-fed Storm at 10/15/20 Mbit/s (edge): app-aware's paired gain over TCP
@@ -371,9 +371,9 @@ def run(out: Path, opts: Options, console: Console) -> Outcome:
         engine = {"tuple_scale": STORM_KAFKA_TUPLE_SCALE if kafka else STORM_TUPLE_SCALE,
                   "max_pending": STORM_MAX_PENDING,
                   "warmup_s": STORM_KAFKA_WARMUP_S if kafka else STORM_WARMUP_S,
-                  **({"enforce": STORM_KAFKA_ENFORCE} if kafka else {}), **engine}
+                  **({"enforce": KAFKA_ENFORCE} if kafka else {}), **engine}
     elif opts.backend == "flink":
-        engine = {"warmup_s": STORM_KAFKA_WARMUP_S, **engine}
+        engine = {"warmup_s": STORM_KAFKA_WARMUP_S, "enforce": KAFKA_ENFORCE, **engine}
     runner = backend(opts.backend).Runner(out, seconds=seconds, **engine)
     done = execute(real_specs, runner, console, repeat=opts.repeat,
                    journal=out / "rows.jsonl")
