@@ -28,8 +28,11 @@ down to nothing (measured on Kafka-fed Trending Topics at 15 Mbit/s, a spout's K
 fetches sharing the aggregator's downlink: 0.9-1.2 Mbit/s under such a shaper against
 2.8-3.7 Mbit/s under TCP and under meters, where cross traffic still meets the capped
 flows as TCP). A flow above its rate waits
-  in its leaf's pfifo, whose length keeps every leaf of the port within the switch's
-  send buffer (:data:`streamband.sdn.priority.SEND_BUFFER_PKTS`, the reason is there).
+  in its leaf's pfifo, whose length follows its assured rate (:func:`leaf_pkts`): every
+  leaf then holds the same time's worth of its rate, as the port's one FIFO does for every
+  flow under TCP, so a flow's window can grow to its rate's share of the port's queue; and
+  all leaves together stay within the switch's send buffer
+  (:data:`streamband.sdn.priority.SEND_BUFFER_PKTS`, the reason is there).
 
 Leases as the priority classes': a flow whose lease runs out loses its leaf and filter,
 and a port with no listed flow left gets its one HTB class back (plain TCP sharing).
@@ -46,6 +49,7 @@ from typing import Any
 
 from streamband.sdn.flowkey import FlowKey
 from streamband.sdn.priority import (
+    CLASSES,
     FIRST_PREF,
     HANDLE,
     LEAF_LIMIT_PKTS,
@@ -66,16 +70,24 @@ MIN_OTHER_FRAC = 0.02
 #: proportion to the quanta, so they follow the rates (within HTB's 1 MTU .. 200 kB)
 QUANTUM_PER_BPS = 1 / 80
 MIN_QUANTUM, MAX_QUANTUM = 1514, 200_000
+#: packets every class of a port may queue beyond :data:`MIN_PKTS` each, split by rate:
+#: the 8 x 8 that App-Fair's priority leaves hold together, measured to keep the switch's
+#: send buffer from filling (in :mod:`streamband.sdn.priority`)
+PORT_PKTS = CLASSES * LEAF_LIMIT_PKTS
+MIN_PKTS = 2
 
 
-def leaf_pkts(flows: int) -> int:
-    """Each leaf's pfifo length with ``flows`` leaves (and the unlisted class) on a port:
-    :data:`LEAF_LIMIT_PKTS`, shorter when they would overflow the send buffer.
+def leaf_pkts(share: float, classes: int) -> int:
+    """A class's pfifo length, packets, for ``share`` of the link's rate assured to it
+    among ``classes`` classes on the port (the unlisted one included): :data:`MIN_PKTS`
+    plus its share of :data:`PORT_PKTS`, so that a leaf queues as long (in time) as the
+    others at their rates, and all of them together at most the switch's send buffer.
 
-    >>> leaf_pkts(4), leaf_pkts(20), leaf_pkts(100)
-    (8, 4, 2)
+    >>> leaf_pkts(0.35, 5), leaf_pkts(0.05, 5), leaf_pkts(0.35, 60)
+    (24, 5, 2)
     """
-    return max(2, min(LEAF_LIMIT_PKTS, SEND_BUFFER_PKTS // (flows + 1)))
+    budget = max(0, min(PORT_PKTS, SEND_BUFFER_PKTS - MIN_PKTS * classes))
+    return MIN_PKTS + int(budget * min(1.0, max(0.0, share)))
 
 
 def quantum(rate_bps: float) -> int:
@@ -93,6 +105,7 @@ class Leaf:
     rate_bps: float  # asked
     expires: float  # monotonic s
     set_bps: float = 0.0  # assured on the port (the asked rate, scaled to fit)
+    pkts: int = 0  # its pfifo's length (0: none yet)
 
 
 @dataclass
@@ -103,7 +116,7 @@ class ShapedPort:
     link_bps: float
     leaves: dict[tuple[Any, ...], Leaf] = field(default_factory=dict)
     other_bps: float = 0.0
-    pkts: int = LEAF_LIMIT_PKTS
+    other_pkts: int = LEAF_LIMIT_PKTS
     next_pref: int = FIRST_PREF
     next_minor: int = FIRST_LEAF
     free: list[tuple[int, int]] = field(default_factory=list)  # (minor, pref) to reuse
@@ -168,7 +181,7 @@ class FlowShaper:
                  f"ceil {link:.0f}bit burst 15k",
                  port.other_class("add"),
                  f"qdisc add dev {dev} parent {h}:{OTHER} handle {OTHER}: pfifo limit "
-                 f"{port.pkts}"]
+                 f"{port.other_pkts}"]
         # no root qdisc yet is fine: ignore this one's status
         subprocess.run(["tc", "qdisc", "del", "dev", dev, "root"], capture_output=True)
         tc_batch(lines)
@@ -217,22 +230,28 @@ class FlowShaper:
         if abs(other - port.other_bps) >= 1e3:
             port.other_bps = other
             lines.append(port.other_class("change"))
+        classes = len(port.leaves) + 1
+        pkts = leaf_pkts(other / port.link_bps, classes)
+        if pkts != port.other_pkts:
+            port.other_pkts = pkts
+            lines.append(f"qdisc replace dev {port.dev} parent {HANDLE}:{OTHER} handle "
+                         f"{OTHER}: pfifo limit {pkts}")
         for lf in port.leaves.values():
             rate = max(lf.rate_bps * scale, MIN_ASSURED_BPS)
+            pkts = leaf_pkts(rate / port.link_bps, classes)
             if lf.set_bps == 0.0:
-                lf.set_bps = rate
+                lf.set_bps, lf.pkts = rate, pkts
                 lines += [port.leaf_class("add", lf),
                           f"qdisc add dev {port.dev} parent {HANDLE}:{lf.minor:x} handle "
-                          f"{lf.minor:x}: pfifo limit {port.pkts}"]
-            elif abs(lf.set_bps - rate) >= 1e3:
+                          f"{lf.minor:x}: pfifo limit {pkts}"]
+                continue
+            if abs(lf.set_bps - rate) >= 1e3:
                 lf.set_bps = rate
                 lines.append(port.leaf_class("change", lf))
-        pkts = leaf_pkts(len(port.leaves))
-        if pkts != port.pkts:
-            port.pkts = pkts
-            lines += [f"qdisc replace dev {port.dev} parent {HANDLE}:{m:x} handle {m:x}: "
-                      f"pfifo limit {pkts}"
-                      for m in [OTHER, *(lf.minor for lf in port.leaves.values())]]
+            if pkts != lf.pkts:
+                lf.pkts = pkts
+                lines.append(f"qdisc replace dev {port.dev} parent {HANDLE}:{lf.minor:x} "
+                             f"handle {lf.minor:x}: pfifo limit {pkts}")
         return lines
 
     def renew(self, lease_s: float) -> int:
