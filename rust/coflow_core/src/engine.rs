@@ -129,10 +129,6 @@ pub struct Level {
     /// strict levels: the rounds of the last fill, replayed by the next one as far as
     /// they still hold (`fill.rs` `replay_rounds`)
     pub rlog: RoundLog,
-    /// strict levels: the groups made since the last fill, and the mark of the groups
-    /// fixed at rate 0 by it (`GHot::set[0]`), both for `fill.rs` `refix_zero`
-    pub zfresh: Vec<u32>,
-    pub zgen: u32,
 }
 
 /// A strict level's last progressive filling, round by round: per round its share m
@@ -194,8 +190,7 @@ impl Level {
                 links: Vec::new(), lgroups: Vec::new(), lw: Vec::new(), lcls: Vec::new(),
                 chg: Vec::new(), lchg: vec![false; n_links],
                 memo: Default::default(), pair: IdMap::default(), zcls: NONE,
-                fresh: Vec::new(), served: Vec::new(), rlog: RoundLog::default(),
-                zfresh: Vec::new(), zgen: 0 }
+                fresh: Vec::new(), served: Vec::new(), rlog: RoundLog::default() }
     }
 }
 
@@ -215,8 +210,6 @@ pub struct GHot {
     pub cls: u32,
     pub ep: u32,
     pub seen: u32,
-    /// aalo: the set-ups it is an item of; strict levels: `set[0]` is its level's
-    /// `zgen` while the last fill fixed it at rate 0 (its weight is in `Memo::zsub`)
     pub set: [u32; 2],
     /// its path's links when the width is at most `GLINKS` (NONE: padding)
     pub links: [u32; GLINKS],
@@ -290,8 +283,6 @@ pub struct Sim {
     pub is_last: Vec<bool>,
     pub path_last: Vec<u32>,
     pub g_adjpos: Vec<u32>,
-    /// the last `Level::zgen` given
-    pub zgen_next: u32,
     /// emptied per-link group lists, kept for the next link a level gains (on a
     /// fat-tree k=16 most groups hold one flow, so a unit's move empties and makes
     /// lists by the thousand: the allocator had 6 % of stream's perf samples there)
@@ -412,9 +403,6 @@ pub struct Sim {
     pub x_at: Vec<f64>,
     pub x_list: Vec<u32>,
     pub x_mark: Vec<bool>,
-    /// the links of the level being filled whose capacity went to nothing left or back
-    /// (`fill.rs` `refix_zero`)
-    pub flips: Vec<u32>,
     /// scratch of `relabel_levels`: flows per (level slot, queue), each unit's slot
     pub rl_rows: Vec<[u64; MAX_QUEUES]>,
     pub rl_slot: Vec<u32>,
@@ -478,7 +466,6 @@ impl Sim {
             is_last: vec![false; nl],
             path_last: Vec::new(),
             g_adjpos: Vec::new(),
-            zgen_next: 0,
             spare_lists: Vec::new(),
             jbits: usize::BITS - width.saturating_sub(1).leading_zeros(),
             free_g: Vec::new(),
@@ -565,7 +552,6 @@ impl Sim {
             bott: Vec::new(),
             dmark: vec![0; nl],
             zmark: vec![0; nl],
-            flips: Vec::new(),
             dheap: BinaryHeap::new(),
             x_at: vec![f64::INFINITY; n_owner],
             x_list: Vec::new(),
@@ -1057,7 +1043,6 @@ impl Sim {
                 lv.dirty = true;
                 lv.rlog.ok = false;
                 lv.memo[0].zok = false;
-                lv.zfresh.clear();
                 if self.pol != Policy::FsStatic {
                     for &lk in &lv.chg {
                         lv.lchg[lk as usize] = false;
@@ -1218,11 +1203,7 @@ impl Sim {
             self.gh[g].links[..w].copy_from_slice(&self.inp.plinks[p * w..p * w + w]);
         }
         self.gh[g].ep = self.epoch.wrapping_sub(1);
-        self.gh[g].set[0] = 0;
         let lvl = &mut self.lv[l];
-        if self.pol != Policy::Aalo && self.pol != Policy::FsStatic {
-            lvl.zfresh.push(g as u32);
-        }
         self.gh[g].lpos = lvl.groups.len() as u32;
         lvl.groups.push(g as u32);
         lvl.dirty = true;
@@ -1239,10 +1220,6 @@ impl Sim {
 
     fn drop_group(&mut self, g: usize) {
         let l = self.gh[g].lvl as usize;
-        if self.gh[g].set[0] != 0 && self.gh[g].set[0] == self.lv[l].zgen {
-            self.lv[l].memo[0].zn -= 1;
-        }
-        self.gh[g].set[0] = 0;
         self.p_grp[self.gh[g].path as usize].remove(l as u32);
         self.detach(g);
         {
@@ -1275,16 +1252,11 @@ impl Sim {
         // them at weight 0 and is skipped)
         let set = self.gh[g].set;
         let inset = [0, 1].map(|x| lvl.memo[x].setup_ok && set[x] == lvl.memo[x].setup_ep);
-        // a group the last fill fixed at rate 0 keeps its place there: its weight on its
-        // links is taken off with it (`zsub`), so what the filling sees does not change
-        let z = self.gh[g].set[0] != 0 && self.gh[g].set[0] == lvl.zgen;
         for &lk in glinks(&self.gh, &self.inp.plinks, w, g) {
             if lk != NONE {
                 let slot = lvl.lslot[lk as usize] as usize;
                 lvl.lw[slot] += d;
-                if z {
-                    lvl.memo[0].zsub[slot] += d;
-                } else if self.pol != Policy::Aalo && !lvl.lchg[lk as usize] {
+                if self.pol != Policy::Aalo && !lvl.lchg[lk as usize] {
                     lvl.lchg[lk as usize] = true;
                     lvl.chg.push(lk);
                 }

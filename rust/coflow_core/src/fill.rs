@@ -105,19 +105,24 @@ impl Sim {
         let nslot = self.lv[l].links.len();
         // strict levels: the last fill's rounds are replayed as far as they still hold
         let resume = classes && self.mark_changed(l, ep);
-        // and the groups fixed at rate 0 are those of the last fill (kept up to date as
-        // groups change, `resize`): they keep their classes, and their weights are taken
-        // off their links at once (`zsub`); only the groups made since and those crossing
-        // a link that went to nothing left or back are looked at (`refix_zero`)
-        let zkept = resume && self.lv[l].memo[0].zok;
-        // without them, a link that went to nothing left or back changes the rate-0
-        // groups, and the last fill is not resumed
-        let resume = resume && (zkept || self.flips.is_empty());
         if classes && !resume {
             count!(n::FILL_VISITS, self.lv[l].groups.len());
         }
-        // why a full pass fixes the rate-0 groups (counts)
-        let zp_why = if resume { n::ZP_NONE } else if self.lv[l].rlog.ok { n::ZP_FLIP } else { n::ZP_NEW };
+        // and the groups fixed at rate 0 are those of the last fill when no link with
+        // nothing left changed: they keep their classes, and their weights are taken
+        // off their links at once (`zsub`)
+        let zkept = resume && self.lv[l].memo[0].zok && self.lv[l].links.iter()
+            .all(|&lk| self.resid[lk as usize] > 0.0 || self.dmark[lk as usize] != ep);
+        // why the rate-0 groups are fixed again, if they are (counts)
+        let zp_why = if resume && self.lv[l].memo[0].zok {
+            n::ZP_LINK
+        } else if resume {
+            n::ZP_NONE
+        } else if self.lv[l].rlog.ok {
+            n::ZP_FLIP
+        } else {
+            n::ZP_NEW
+        };
         // aalo: the same groups with nothing left on the same links make the same items
         // (less the groups that went, skipped, and with the weights kept by `resize`)
         let same = !classes && self.lv[l].memo[x].setup_ok && {
@@ -154,12 +159,8 @@ impl Sim {
         let mut left = if classes { self.lv[l].groups.len() } else { usize::MAX };
         if zkept {
             // the rate-0 groups keep their classes (their weights are off `wsum` already)
-            self.refix_zero(l, &lgroups, ep);
             left -= self.lv[l].memo[0].zn;
         } else if classes {
-            self.zgen_next = self.zgen_next.wrapping_add(1).max(1);
-            let zg = self.zgen_next;
-            self.lv[l].zgen = zg;
             // groups crossing a link with nothing left: rate 0, in the class of that link
             // (the one they were in if it is still such a link, else the last on their
             // path: a receiver's flows stay in one class, and so in one bundle)
@@ -199,7 +200,6 @@ impl Sim {
                     let k = self.slot_class(l, self.lv[l].lslot[at as usize] as usize);
                     self.touch_class(k, 0.0);
                     self.assign(g, k);
-                    self.gh[g].set[0] = zg;
                     left -= 1;
                 }
             }
@@ -327,7 +327,6 @@ impl Sim {
         if classes {
             log.ok = true;
             let lvl = &mut self.lv[l];
-            lvl.zfresh.clear();
             for &lk in &lvl.chg {
                 lvl.lchg[lk as usize] = false;
             }
@@ -357,11 +356,10 @@ impl Sim {
 
     /// Mark with `ep` (in `dmark`) the links whose input to strict level `l`'s fill
     /// differs from its last fill's: groups came, went or changed on them, or the
-    /// capacity the levels above left changed; the links that went from some capacity
-    /// left to none or back are also listed in `self.flips`. False
-    /// when no fill is kept to resume.
+    /// capacity the levels above left changed. False when the last fill cannot be
+    /// resumed: none kept, or a link went from some capacity left to none or back (the
+    /// groups it fixes at rate 0 change).
     fn mark_changed(&mut self, l: usize, ep: u32) -> bool {
-        self.flips.clear();
         let lvl = &self.lv[l];
         if !lvl.rlog.ok {
             return false;
@@ -370,7 +368,7 @@ impl Sim {
             let (y, v) = (self.resid[lk as usize], lvl.memo[0].inp[slot]);
             if y.to_bits() != v.to_bits() {
                 if !v.is_nan() && (y > 0.0) != (v > 0.0) {
-                    self.flips.push(lk);
+                    return false;
                 }
                 self.dmark[lk as usize] = ep;
             }
@@ -379,85 +377,6 @@ impl Sim {
             self.dmark[lk as usize] = ep;
         }
         true
-    }
-
-    /// Strict level `l`, its rate-0 groups kept (`zsub`, `zn`, `GHot::set[0]`): only the
-    /// groups made since the last fill (`zfresh`) and those crossing a link gone to
-    /// nothing left or back (`self.flips`) may change. One that now crosses no link with
-    /// nothing left goes (back) to the filling; one that now does is fixed at rate 0, in
-    /// the class the full pass would give it (its own if that link has nothing left,
-    /// else the last such link on its path); the links of a group that comes or goes
-    /// have their weight changed (`dmark`, so that the rounds they reach are filled
-    /// again). The input of the rounds is the full pass's, bit for bit (the weights are
-    /// integers): SimGrid's incremental max-min, for the rate-0 part.
-    fn refix_zero(&mut self, l: usize, lgroups: &[Vec<u32>], ep: u32) {
-        let jb = self.jbits;
-        let mut look = std::mem::take(&mut self.lv[l].zfresh);
-        for &lf in &self.flips {
-            let slot = self.lv[l].lslot[lf as usize] as usize;
-            look.extend(lgroups[slot].iter().map(|&e| e >> jb));
-        }
-        for (i, &g) in look.iter().enumerate() {
-            if let Some(&h) = look.get(i + AHEAD) {
-                prefetch(&self.gh, h as usize);
-            }
-            let g = g as usize;
-            // `seen` is aalo's; a strict level uses it to look at a group once
-            let h = self.gh[g];
-            if h.seen == ep || h.lvl as usize != l || h.lpos == NONE {
-                continue;
-            }
-            self.gh[g].seen = ep;
-            self.refix_group(l, g, ep);
-        }
-        look.clear();
-        self.lv[l].zfresh = look;
-    }
-
-    #[inline(always)]
-    fn refix_group(&mut self, l: usize, g: usize, ep: u32) {
-        let w = self.width;
-        let zg = self.lv[l].zgen;
-        let zero = |s: &Self, lk: u32| !(s.work[lk as usize] > 0.0);
-        let now0 = glinks(&self.gh, &self.inp.plinks, w, g).iter().any(|&lk| lk != NONE && zero(self, lk));
-        let was0 = self.gh[g].set[0] == zg;
-        if now0 != was0 {
-            let (c, lvl) = (self.gh[g].w, &mut self.lv[l]);
-            let d = if now0 { c } else { -c };
-            for &lk in glinks(&self.gh, &self.inp.plinks, w, g) {
-                if lk != NONE {
-                    lvl.memo[0].zsub[lvl.lslot[lk as usize] as usize] += d;
-                    self.wsum[lk as usize] -= d;
-                    self.dmark[lk as usize] = ep;
-                }
-            }
-            if now0 {
-                lvl.memo[0].zn += 1;
-                self.gh[g].set[0] = zg;
-            } else {
-                lvl.memo[0].zn -= 1;
-                self.gh[g].set[0] = 0;
-            }
-        }
-        if now0 {
-            count!(n::ZERO_VISITS, 1);
-            let mut at = NONE;
-            for &lk in glinks(&self.gh, &self.inp.plinks, w, g) {
-                if lk != NONE && zero(self, lk) {
-                    at = lk;
-                }
-            }
-            let kg = self.gh[g].cls;
-            if kg != NONE {
-                let lg = self.cl_link[kg as usize];
-                if self.cl_lvl[kg as usize] as usize == l && zero(self, lg) {
-                    at = lg;
-                }
-            }
-            let k = self.slot_class(l, self.lv[l].lslot[at as usize] as usize);
-            self.touch_class(k, 0.0);
-            self.assign(g, k);
-        }
     }
 
     /// Replay the rounds of a strict level's last fill (`log`) while they still hold,
