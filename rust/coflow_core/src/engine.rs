@@ -406,12 +406,6 @@ pub struct Sim {
     /// scratch of `relabel_levels`: flows per (level slot, queue), each unit's slot
     pub rl_rows: Vec<[u64; MAX_QUEUES]>,
     pub rl_slot: Vec<u32>,
-    /// stream, per unit: the link all its flows cross (their receiver's), NONE if none
-    pub u_dl: Vec<u32>,
-    /// stream: the units whose queue differs from their flows' level at this event
-    /// but which stay there, every flow of theirs getting nothing in either level
-    /// (`rules.rs` `ghost_holds`)
-    pub ghosts: Vec<u32>,
 }
 
 impl Sim {
@@ -564,8 +558,6 @@ impl Sim {
             x_mark: vec![false; n_owner],
             rl_rows: Vec::new(),
             rl_slot: Vec::new(),
-            u_dl: Vec::new(),
-            ghosts: Vec::new(),
             par,
             inp,
         };
@@ -577,23 +569,8 @@ impl Sim {
                 sim.is_last[last as usize] = true;
             }
         }
-        if pol == Policy::Stream {
-            // a unit's flows share their receiver's link when their paths end alike
-            let mut first = vec![true; nu];
-            sim.u_dl = vec![NONE; nu];
-            for f in 0..nf {
-                let u = sim.inp.f_unit[f] as usize;
-                let last = sim.path_last[sim.inp.f_path[f] as usize];
-                if first[u] {
-                    first[u] = false;
-                    sim.u_dl[u] = last;
-                } else if sim.u_dl[u] != last {
-                    sim.u_dl[u] = NONE;
-                }
-            }
-            if sim.par.relay == Relay::Decentralized {
-                sim.build_relay();
-            }
+        if pol == Policy::Stream && sim.par.relay == Relay::Decentralized {
+            sim.build_relay();
         }
         sim
     }

@@ -19,20 +19,16 @@ use crate::util::{prefetch, AHEAD};
 
 impl Sim {
     /// New classes for the groups of every level whose groups or capacity changed.
-    pub fn fill(&mut self, t: f64) {
-        self.sort_levels();
-        match self.pol {
-            Policy::Aalo => self.fill_aalo(),
-            Policy::FsStatic => self.fill_static(),
-            _ => self.fill_strict(t),
-        }
-    }
-
-    fn sort_levels(&mut self) {
+    pub fn fill(&mut self, _t: f64) {
         if self.lorder_dirty {
             let lv = &self.lv;
             self.lorder.sort_unstable_by_key(|&l| lv[l as usize].key);
             self.lorder_dirty = false;
+        }
+        match self.pol {
+            Policy::Aalo => self.fill_aalo(),
+            Policy::FsStatic => self.fill_static(),
+            _ => self.fill_strict(),
         }
     }
 
@@ -79,62 +75,18 @@ impl Sim {
 
     /// Strict priority between levels: each level is filled within what the levels
     /// above left, and only when its groups or what it was left changed.
-    ///
-    /// `stream`'s ghosts (units left in their flows' level, `rules.rs` `ghost_holds`)
-    /// are checked where the higher of their two levels is about to be filled; the
-    /// ones that do not hold move now, and the filling starts again from the top (the
-    /// levels above the first check are replayed: their input is the same).
     #[inline(never)]
-    fn fill_strict(&mut self, t: f64) {
-        let mut ghosts = std::mem::take(&mut self.ghosts);
-        {
-            let s = &*self;
-            ghosts.sort_unstable_by_key(|&u| s.ghost_key(u as usize));
+    fn fill_strict(&mut self) {
+        self.resid.copy_from_slice(&self.inp.cap);
+        for i in 0..self.lorder.len() {
+            let l = self.lorder[i] as usize;
+            if self.replay(l, 0) {
+                count!(n::FILL_SKIPS, 1);
+            } else {
+                self.fill_level(l, 0, true);
+            }
+            self.lv[l].dirty = false;
         }
-        let mut wake: Vec<u32> = Vec::new();
-        loop {
-            self.resid.copy_from_slice(&self.inp.cap);
-            let mut gi = 0;
-            for i in 0..self.lorder.len() {
-                let l = self.lorder[i] as usize;
-                let key = self.lv[l].key;
-                while gi < ghosts.len() && self.ghost_key(ghosts[gi] as usize) <= key {
-                    if !self.ghost_holds(ghosts[gi] as usize) {
-                        wake.push(ghosts[gi]);
-                    }
-                    gi += 1;
-                }
-                if !wake.is_empty() {
-                    break;
-                }
-                if self.replay(l, 0) {
-                    count!(n::FILL_SKIPS, 1);
-                } else {
-                    self.fill_level(l, 0, true);
-                }
-                self.lv[l].dirty = false;
-            }
-            if wake.is_empty() {
-                for &u in &ghosts[gi..] {
-                    if !self.ghost_holds(u as usize) {
-                        wake.push(u);
-                    }
-                }
-            }
-            if wake.is_empty() {
-                break;
-            }
-            count!(n::RESTARTS, 1);
-            count!(n::WAKES, wake.len());
-            ghosts.retain(|u| !wake.contains(u));
-            for &u in &wake {
-                let u = u as usize;
-                self.move_owner(u, self.q[u] as u64, t);
-            }
-            wake.clear();
-            self.sort_levels();
-        }
-        self.ghosts = ghosts;
     }
 
     /// Max-min fair rates of level `l`'s groups (progressive filling, 004 "FS", with

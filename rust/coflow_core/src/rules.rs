@@ -100,21 +100,10 @@ impl Sim {
                 }
                 self.stream_decide(t);
                 self.relabel_levels();
-                self.ghosts.clear();
                 for i in 0..self.act_o.len() {
                     let u = self.act_o[i] as usize;
                     let key = self.q[u] as u64;
-                    if self.o_key[u] == key {
-                        continue;
-                    }
-                    // a starving unit stays where its flows are while the fill finds
-                    // them nothing in either level (most raises of 004 §III-D)
-                    if self.o_acc[u].npos == 0 {
-                        crate::count!(crate::counts::GHOSTS, 1);
-                        self.ghosts.push(u as u32);
-                    } else {
-                        self.move_owner(u, key, t);
-                    }
+                    self.move_owner(u, key, t);
                 }
             }
             Policy::Aalo => {
@@ -285,33 +274,6 @@ impl Sim {
                 }
             }
         }
-    }
-
-    /// Whether ghost unit `u` may stay in its flows' level (key `o_key`) while its
-    /// queue's level is `q`: with `self.resid` what the levels above the higher of the
-    /// two left, every flow of `u` crosses a link with nothing left, so it gets rate 0
-    /// in both and takes nothing from either (a group crossing such a link is fixed at
-    /// rate 0 before the filling and its weight taken off exactly: integers in f64), and
-    /// the other flows' rates are those of the move, bit for bit (004 §III-B).
-    pub fn ghost_holds(&self, u: usize) -> bool {
-        let dl = self.u_dl[u];
-        if dl != NONE && !(self.resid[dl as usize] > 0.0) {
-            return true;
-        }
-        let w = self.width;
-        self.o_flows[u].iter().all(|&f| {
-            let p = self.inp.f_path[f as usize] as usize;
-            self.inp.plinks[p * w..p * w + w]
-                .iter()
-                .any(|&lk| lk != NONE && !(self.resid[lk as usize] > 0.0))
-        })
-    }
-
-    /// The level key at which ghost unit `u` is checked: the higher (smaller key) of
-    /// its flows' level and its queue's.
-    #[inline]
-    pub fn ghost_key(&self, u: usize) -> u64 {
-        self.o_key[u].min(self.q[u] as u64)
     }
 
     #[inline(never)]
