@@ -5,7 +5,7 @@
 #![cfg_attr(not(feature = "counts"), allow(dead_code))]
 
 /// What is counted, in `counts()` order.
-pub const NAMES: [&str; 23] = [
+pub const NAMES: [&str; N] = [
     "events",
     "owner moves (level changes)",
     "flow moves between levels",
@@ -29,7 +29,15 @@ pub const NAMES: [&str; 23] = [
     "flows completed",
     "fill visits at links with nothing left (rate 0)",
     "fill visits replayed (groups of a kept round)",
+    "active flows (sum over events)",
+    "rate-0 groups of a full pass: a group changed on a link with nothing left",
+    "rate-0 groups of a full pass: the last fill's not kept",
+    "rate-0 groups of a full pass: a link went to nothing left or back",
+    "rate-0 groups of a full pass: no fill to resume",
 ];
+
+/// How many counters there are.
+pub const N: usize = 28;
 
 pub const EVENTS: usize = 0;
 pub const OWNER_MOVES: usize = 1;
@@ -54,16 +62,21 @@ pub const RAISES: usize = 19;
 pub const FLOWS_DONE: usize = 20;
 pub const ZERO_VISITS: usize = 21;
 pub const FILL_REPLAYED: usize = 22;
+pub const FLOWS_SUM: usize = 23;
+pub const ZP_LINK: usize = 24;
+pub const ZP_NONE: usize = 25;
+pub const ZP_FLIP: usize = 26;
+pub const ZP_NEW: usize = 27;
 
 #[cfg(feature = "counts")]
-pub static C: [std::sync::atomic::AtomicU64; 23] = [const { std::sync::atomic::AtomicU64::new(0) }; 23];
+pub static C: [std::sync::atomic::AtomicU64; N] = [const { std::sync::atomic::AtomicU64::new(0) }; N];
 
 /// The counters at the first and the last event of the window
 /// `STREAMBAND_COUNTS_WINDOW=a,b` (events a..b of a run, which stops at b so that a long
 /// run's window is read without running the rest).
 #[cfg(feature = "counts")]
-static W: [[std::sync::atomic::AtomicU64; 23]; 2] =
-    [const { [const { std::sync::atomic::AtomicU64::new(0) }; 23] }; 2];
+static W: [[std::sync::atomic::AtomicU64; N]; 2] =
+    [const { [const { std::sync::atomic::AtomicU64::new(0) }; N] }; 2];
 
 #[cfg(feature = "counts")]
 fn window() -> Option<(u64, u64)> {

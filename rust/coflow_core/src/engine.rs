@@ -1560,6 +1560,11 @@ impl Sim {
             }
             count!(n::OWNERS_SUM, self.act_o.len());
             count!(n::GROUPS_SUM, self.gh.len() - self.free_g.len());
+            #[cfg(feature = "counts")]
+            {
+                let nf: usize = self.act_o.iter().map(|&o| self.o_flows[o as usize].len()).sum();
+                count!(n::FLOWS_SUM, nf);
+            }
             count!(n::CLASSES_SUM, self.cl_lvl.len() - self.free_cl.len());
             #[cfg(feature = "counts")]
             {

@@ -113,6 +113,16 @@ impl Sim {
         // off their links at once (`zsub`)
         let zkept = resume && self.lv[l].memo[0].zok && self.lv[l].links.iter()
             .all(|&lk| self.resid[lk as usize] > 0.0 || self.dmark[lk as usize] != ep);
+        // why the rate-0 groups are fixed again, if they are (counts)
+        let zp_why = if resume && self.lv[l].memo[0].zok {
+            n::ZP_LINK
+        } else if resume {
+            n::ZP_NONE
+        } else if self.lv[l].rlog.ok {
+            n::ZP_FLIP
+        } else {
+            n::ZP_NEW
+        };
         // aalo: the same groups with nothing left on the same links make the same items
         // (less the groups that went, skipped, and with the weights kept by `resize`)
         let same = !classes && self.lv[l].memo[x].setup_ok && {
@@ -200,6 +210,7 @@ impl Sim {
             }
             lvl.memo[0].zok = true;
             lvl.memo[0].zn = lvl.groups.len() - left;
+            count!(zp_why, lvl.memo[0].zn);
         } else if same {
             let lvl = &self.lv[l];
             for (slot, &lk) in lvl.links.iter().enumerate() {
