@@ -75,6 +75,10 @@ def running(work: Path, **top: object) -> Iterator[tuple[httpx.Client, dict, Pat
     for addr, kind in ((cfg["manager"]["listen"], socket.SOCK_STREAM),
                        (cfg["storm"]["profiler"], socket.SOCK_DGRAM)):
         with socket.socket(socket.AF_INET, kind) as s:  # free: nothing left holding it
+            if kind == socket.SOCK_STREAM:
+                # connections the server closed wait in TIME_WAIT on its port (the kernel's,
+                # no process's); a listener still there fails the bind all the same
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             s.bind(("127.0.0.1", int(addr.rpartition(":")[2])))
 
 
