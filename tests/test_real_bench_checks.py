@@ -73,6 +73,36 @@ def test_paper_000_on_storm_passes_what_meets_issue_33(kafka):
     assert cmp.ok, [c for c in cmp.checks if not c.ok]
 
 
+def _flink(how: str) -> Comparison:
+    tcp = _storm_rows(True)
+    rows = tcp + [_variant(r, how, "appaware-store") for r in tcp]
+    short = {"trending-topics": "TT", "trucking-iot": "TI"}
+    return paper000.compare_backends(rows, [], short, "appaware-store", "flink")
+
+
+@pytest.mark.parametrize("how", DO_NOTHING)
+def test_paper_000_on_flink_fails_a_policy_that_does_nothing(how):
+    cmp = _flink(how)
+    assert cmp.checks and not cmp.ok
+
+
+def test_paper_000_on_flink_reports_the_skew_and_checks_what_issue_34_asks():
+    """Flink's rows carry each topic's backlog as Storm's do: the table gives TI's lagging
+    stream and its skew growth under both policies; the checks are issue 34's (gain,
+    latency, a loop without errors), the skew's bound is a note."""
+    for how, skew in (("good", 0.0), ("observe", 0.6)):
+        cmp = _flink(how)
+        h = cmp.header.index
+        ti = [r for r in cmp.rows if r[0] == "TI"]
+        assert [r[h("lagging stream")] for r in ti] == ["trucks"] * 3
+        assert all(r[h("tcp skew growth s/s")] == pytest.approx(0.6) for r in ti)
+        assert all(r[h("appaware-store skew growth s/s")] == pytest.approx(skew) for r in ti)
+        assert not any("behind" in c.what for c in cmp.checks)
+        assert any("issue 34" in c.what for c in cmp.checks)
+        assert any("not checked" in n and "TI edge 10 Mbit/s" in n for n in cmp.notes)
+    assert _flink("good").ok, [c for c in _flink("good").checks if not c.ok]
+
+
 def test_nan_latency_never_passes():
     """A sink that counted nothing has no latency: the latency check fails."""
     tcp = _storm_rows(False)

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 
@@ -91,6 +92,18 @@ def test_profiles_every_second(windows, policy: str):
     assert any(sum(st["sent"]) > 0 for st in states), log
     (row,) = [r for r in rows if r["policy"] == policy]
     assert row["throughput_tps"] > 0 and row["latency_s"] is not None
+
+
+@pytest.mark.parametrize("policy", ["tcp", "appaware"])
+def test_window_reads_its_topic_backlog(windows, policy: str):
+    """Each window carries its one topic's arrival rate (the broker's end offsets) and
+    backlog (the source's pendingRecords) at both ends, as Storm's Kafka-fed rows do."""
+    rows, _ = windows
+    (row,) = [r for r in rows if r["policy"] == policy]
+    (topic,) = row["arrival_rps"]
+    assert row["arrival_rps"][topic] > 0, row["arrival_rps"]
+    for end in ("source_lag_start", "source_lag_end"):
+        assert math.isfinite(row[end][topic]) and row[end][topic] >= 0, row[end]
 
 
 @pytest.mark.parametrize("policy", ["tcp", "appaware"])

@@ -168,11 +168,13 @@ def compare_backends(real: Sequence[dict], sim: Sequence[dict], short: dict[str,
     Checks (every threshold from issue 33, none from the run it judges):
 
     - Kafka-fed (open loop, independent sources): the median paired gain at least
-      :data:`KAFKA_MIN_GAIN` (TI 20 %, TT 10 %), the median latency lower, and, where a
-      join has inputs from two topics, the lagging stream falling further behind the
-      other under tcp and not under the policy (:func:`skew_growth`, :func:`skew_bound`:
-      when the sources offer more than the links carry every topic's backlog grows, so
-      what the join needs is that its inputs' backlogs, in time, grow together);
+      :data:`KAFKA_MIN_GAIN` (TI 20 %, TT 10 %; on Flink :data:`FLINK_MIN_GAIN`, issue
+      34), the median latency lower, and, on Storm, where a join has inputs from two
+      topics, the lagging stream falling further behind the other under tcp and not
+      under the policy (:func:`skew_growth`, :func:`skew_bound`: when the sources offer
+      more than the links carry every topic's backlog grows, so what the join needs is
+      that its inputs' backlogs, in time, grow together); on Flink that skew growth is
+      reported in the table and its bound in a note, not checked;
     - spout-fed (closed loop, Storm's back-pressure splits the link as the join needs):
       only where tcp's throttled links run at least :data:`CLOSED_TCP_UTIL` full, the
       policy no more than :data:`CLOSED_MAX_LOSS` below tcp and its latency lower;
@@ -186,7 +188,7 @@ def compare_backends(real: Sequence[dict], sim: Sequence[dict], short: dict[str,
         return median(vals) if vals else float("nan")
 
     kafka = any(r.get("source") == "kafka" for r in real)
-    table, checks = [], []
+    table, checks, skews = [], [], []
     for app in dict.fromkeys(r["app"] for r in real):
         tag = short.get(app, app)
         for net in dict.fromkeys(r["network"] for r in _by(real, app=app)):
@@ -223,7 +225,9 @@ def compare_backends(real: Sequence[dict], sim: Sequence[dict], short: dict[str,
                                         math.isfinite(pgain) and pgain >= need))
                     checks.append(Check(f"{where}: {policy} latency below tcp's on {backend}",
                                         f"{lat:+.1f} %", math.isfinite(lat) and lat < 0.0))
-                    if lagging:  # a join of two topics (TT reads one)
+                    if lagging and backend == "flink":
+                        skews.append(f"{where} {skew_bound(real, **at):.2f} s/s")
+                    elif lagging:  # a join of two topics (TT reads one)
                         bound = skew_bound(real, **at)
                         checks.append(Check(
                             f"{where}: {lagging} falls further behind under tcp (> "
@@ -266,8 +270,13 @@ def compare_backends(real: Sequence[dict], sim: Sequence[dict], short: dict[str,
                                    "behind its producer (Kafka backlog over arrival rate, "
                                    "s) that topic is than the other, per second, under tcp",
             f"{policy} skew growth s/s": f"the same under {policy}"})
+    # issue 34 asks Flink for throughput and latency only: a lag check would judge it by a
+    # criterion of issue 33's, so its skew is reported beside the bound, not checked
+    notes = ([f"On flink the lagging stream's skew growth is reported, not checked: issue 34 "
+              "does not ask for it. The bound Storm's check holds it to (issue 33): "
+              f"{', '.join(skews)}."] if skews else [])
     return Comparison(header, table, checks, title=f"{backend} against simulator and paper",
-                      legend=legend)
+                      legend=legend, notes=notes)
 
 
 def _change(new: float, base: float) -> float:

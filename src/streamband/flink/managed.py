@@ -2,7 +2,8 @@
 profiler (:mod:`streamband.flink.profiler`) over the job's remote TaskManager pairs, the
 controller's link statistics and meters (:mod:`streamband.loop.openflow`), one policy for
 a measured window. The sinks' reports (throughput, event-time latency) are returned as
-the receiver's snapshots at the window's start and end, for the runner to read."""
+the receiver's snapshots at the window's start and end, for the runner to read, and, where
+the runner asks, its view of the Kafka sources at both ends."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import numpy as np
 
 from streamband.flink.cluster import FlinkCluster, tagged_processes
 from streamband.flink.flows import TmPair, connection, flow_key, placement, tm_pairs, tm_pids
-from streamband.flink.profiler import FlinkProfiler, tm_reports
+from streamband.flink.profiler import FlinkProfiler, source_pending, tm_reports
 from streamband.loop.openflow import ControllerLinkStats
 from streamband.loop.reports import read_snapshot
 from streamband.loop.sockets import TcpSocket, tcp_sockets
@@ -91,16 +92,24 @@ class ManagedJob:
                 return
             time.sleep(1.0)
 
+    def pending(self) -> dict[str, float]:
+        """Per source component, the records its Kafka source has not fetched yet, as the
+        TaskManagers last reported them (:func:`~streamband.flink.profiler.source_pending`)."""
+        return source_pending(tm_reports(read_snapshot(self.snapshot), self.job), self.place)
+
     def run(self, policy: str, seconds: float, dt: float = 1.0, log: Path | None = None,
             on_step: Callable[[ControllerLinkStats], None] | None = None,
-            guard: bool = False, warmup_s: float = 0.0,
-            enforce: str = "meter") -> dict[str, Any]:
+            guard: bool = False, warmup_s: float = 0.0, enforce: str = "meter",
+            sources: Callable[[], dict[str, dict[str, float]]] | None = None
+            ) -> dict[str, Any]:
         """``policy`` (``tcp`` = no meters, else an allocation policy) for ``warmup_s``
         then a measured window of ``seconds``, its rates enforced as ``enforce`` says
         (:func:`~streamband.loop.window.window_manager`); returns what the window
         measured: the receiver's snapshots at its start and end (``before``, ``after``),
         the ports' byte counters, the meters installed, the loop's allocations and
-        errors."""
+        errors; with ``sources``, what it returns just before ``before`` and just after
+        ``after`` (``sources_start``, ``sources_end``) and the seconds between those two
+        reads (``sources_seconds``; empty and None without it)."""
         tb = self.tb
         client = ControllerClient(tb.spec.api)
         clear_enforcement(client)
@@ -110,13 +119,16 @@ class ManagedJob:
                                  np.array(self.bytes), guard, enforce)
         loop = start_loop(manager, log, on_step)
         time.sleep(warmup_s)
+        src0, s0 = (sources(), time.time()) if sources else ({}, None)
         ports0 = port_bytes(client)
         before, t0 = read_snapshot(self.snapshot), time.time()
         time.sleep(seconds)
         meters = client.meters()
         after, t1 = read_snapshot(self.snapshot), time.time()
-        loop.stop()
+        # the port counters end with the sinks' window: the sources' read takes seconds
         ports1 = port_bytes(client)
+        src1, s1 = (sources(), time.time()) if sources else ({}, None)
+        loop.stop()
         clear_enforcement(client)
         client.close()
         span = t1 - t0
@@ -127,4 +139,6 @@ class ManagedJob:
             "profiles": float(after.get("received", 0)) - float(before.get("received", 0)),
             "flows": [p.label for p in self.pairs], "keys": self.keys, "meters": meters,
             "last_state": profiler.last,
+            "sources_start": src0, "sources_end": src1,
+            "sources_seconds": s1 - s0 if s0 is not None and s1 is not None else None,
         }

@@ -95,6 +95,46 @@ def source_records(pair: TmPair, reports: dict[str, dict[str, Any]]) -> tuple[fl
     return pending, emitted
 
 
+def source_pending(reports: dict[str, dict[str, Any]], place: dict[str, Any]
+                   ) -> dict[str, float]:
+    """Per component, the records its Kafka source has not fetched yet: the
+    ``pendingRecords`` (FLIP-33) of its source vertex's subtasks (a vertex named
+    ``Source: ...``, :func:`~streamband.flink.flows.placement`), summed; NaN while any of
+    them reports none.
+
+    Examples
+    --------
+    >>> place = {"vertices": {"v1": {"name": "Source: trucks-kafka", "component": "trucks",
+    ...                              "parallelism": 2},
+    ...                       "v2": {"name": "combine", "component": "combine",
+    ...                              "parallelism": 1}}}
+    >>> reports = {"tm1": {"tasks": {"v1:0": {"vertex": "v1", "pendingRecords": 40}}},
+    ...            "tm2": {"tasks": {"v1:1": {"vertex": "v1", "pendingRecords": 2},
+    ...                              "v2:0": {"vertex": "v2"}}}}
+    >>> source_pending(reports, place)
+    {'trucks': 42.0}
+    >>> source_pending({"tm1": reports["tm1"]}, place)
+    {'trucks': nan}
+    """
+    seen: dict[str, dict[int, float]] = {}
+    for rep in reports.values():
+        for key, task in (rep.get("tasks") or {}).items():
+            vertex, _, sub = key.rpartition(":")
+            if "pendingRecords" in task and sub.isdigit():
+                seen.setdefault(str(task.get("vertex") or vertex), {})[int(sub)] = \
+                    _count(task.get("pendingRecords"))
+    out: dict[str, float] = {}
+    for vid, v in place["vertices"].items():
+        if not str(v["name"]).startswith("Source: "):
+            continue
+        subs = seen.get(vid, {})
+        # a subtask that has not fetched yet has no gauge: the sum of the others would show
+        # the topic less behind than it is
+        total = sum(subs.values()) if len(subs) >= int(v["parallelism"]) else float("nan")
+        out[v["component"]] = out.get(v["component"], 0.0) + total
+    return out
+
+
 def _store_waiting(rep: dict[str, Any], vertex: str, subtask: int, comp: str) -> float:
     """Bytes waiting in the stores of a consumer task for input ``comp``."""
     task = (rep.get("tasks") or {}).get(f"{vertex}:{subtask}") or {}
