@@ -14,7 +14,7 @@ pub const NAMES: [&str; N] = [
     "level fills skipped (same input)",
     "fill visits (groups fixed)",
     "class rate changes",
-    "bundles visited by class rate changes",
+    "owner cells visited by class rate changes",
     "group class changes",
     "flows moved between bundles (group class changes)",
     "bundles classed (new or moved)",
