@@ -225,10 +225,10 @@ def compare_backends(real: Sequence[dict], sim: Sequence[dict], short: dict[str,
                                         math.isfinite(pgain) and pgain >= need))
                     checks.append(Check(f"{where}: {policy} latency below tcp's on {backend}",
                                         f"{lat:+.1f} %", math.isfinite(lat) and lat < 0.0))
+                    bound = skew_bound(real, **at) if lagging else math.nan
                     if lagging and backend == "flink":
-                        skews.append(f"{where} {skew_bound(real, **at):.2f} s/s")
+                        skews.append(f"{where} {bound:.2f} s/s")
                     elif lagging:  # a join of two topics (TT reads one)
-                        bound = skew_bound(real, **at)
                         checks.append(Check(
                             f"{where}: {lagging} falls further behind under tcp (> "
                             f"{bound:.2f} s/s) and not under {policy}",
