@@ -97,13 +97,17 @@ def test_profiles_every_second(windows, policy: str):
 @pytest.mark.parametrize("policy", ["tcp", "appaware"])
 def test_window_reads_its_topic_backlog(windows, policy: str):
     """Each window carries its one topic's arrival rate (the broker's end offsets) and
-    backlog (the source's pendingRecords) at both ends, as Storm's Kafka-fed rows do."""
+    backlog (the source's pendingRecords) at both ends, and what waits in its join's store
+    per input at its end (the ``streamband-store`` gauge of D, the join of B and C), as
+    Storm's Kafka-fed rows do."""
     rows, _ = windows
     (row,) = [r for r in rows if r["policy"] == policy]
     (topic,) = row["arrival_rps"]
     assert row["arrival_rps"][topic] > 0, row["arrival_rps"]
     for end in ("source_lag_start", "source_lag_end"):
         assert math.isfinite(row[end][topic]) and row[end][topic] >= 0, row[end]
+    assert {"B", "C", "forced"} <= set(row["store_tuples"]), row["store_tuples"]
+    assert all(n >= 0 for n in row["store_tuples"].values()), row["store_tuples"]
 
 
 @pytest.mark.parametrize("policy", ["tcp", "appaware"])

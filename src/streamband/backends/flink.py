@@ -299,7 +299,8 @@ class FlinkRunner:
         src0, src1 = r["sources_start"], r["sources_end"]
         if not (src0 and src1):  # one end alone would count a topic's whole log as the window's
             src0 = src1 = {}
-        row.update(window_figures({"sources_start": src0, "sources_end": src1, "stores": {}},
+        row.update(window_figures({"sources_start": src0, "sources_end": src1,
+                                   "stores": r["stores"]},
                                   r["sources_seconds"] or self.seconds, self.guarantee))
         return RunRecord(row, samples.times(), list(r["flows"]), samples.mbps(len(mj.pairs)),
                          np.ones(len(mj.pairs), bool), [int(lk) for lk in links])

@@ -18,7 +18,7 @@ from streamband.flink.cluster import FlinkCluster, tagged_processes
 from streamband.flink.flows import TmPair, connection, flow_key, placement, tm_pairs, tm_pids
 from streamband.flink.profiler import FlinkProfiler, source_pending, tm_reports
 from streamband.loop.openflow import ControllerLinkStats
-from streamband.loop.reports import read_snapshot
+from streamband.loop.reports import read_snapshot, store_totals
 from streamband.loop.sockets import TcpSocket, tcp_sockets
 from streamband.loop.window import (
     clear_enforcement,
@@ -97,6 +97,15 @@ class ManagedJob:
         TaskManagers last reported them (:func:`~streamband.flink.profiler.source_pending`)."""
         return source_pending(tm_reports(read_snapshot(self.snapshot), self.job), self.place)
 
+    def stores(self, snap: dict[str, Any] | None = None) -> dict[str, dict[str, float]]:
+        """Per join input (summed over the job's tasks) what waits in its joins' own stores,
+        as the TaskManagers reported them in ``snap`` (default: the receiver's latest
+        snapshot; :func:`~streamband.loop.reports.store_totals`)."""
+        snap = read_snapshot(self.snapshot) if snap is None else snap
+        return store_totals(store for rep in tm_reports(snap, self.job).values()
+                            for task in (rep.get("tasks") or {}).values()
+                            for store in ((task or {}).get("stores") or {}).values())
+
     def run(self, policy: str, seconds: float, dt: float = 1.0, log: Path | None = None,
             on_step: Callable[[ControllerLinkStats], None] | None = None,
             guard: bool = False, warmup_s: float = 0.0, enforce: str = "meter",
@@ -109,7 +118,8 @@ class ManagedJob:
         the ports' byte counters, the meters installed, the loop's allocations and
         errors; with ``sources``, what it returns just before ``before`` and just after
         ``after`` (``sources_start``, ``sources_end``) and the seconds between those two
-        reads (``sources_seconds``; empty and None without it)."""
+        reads (``sources_seconds``; empty and None without it); its joins' stores at its
+        end (``stores``)."""
         tb = self.tb
         client = ControllerClient(tb.spec.api)
         clear_enforcement(client)
@@ -125,6 +135,7 @@ class ManagedJob:
         time.sleep(seconds)
         meters = client.meters()
         after, t1 = read_snapshot(self.snapshot), time.time()
+        stores = self.stores(after)
         # the port counters end with the sinks' window: the sources' read takes seconds
         ports1 = port_bytes(client)
         src1, s1 = (sources(), time.time()) if sources else ({}, None)
@@ -139,6 +150,6 @@ class ManagedJob:
             "profiles": float(after.get("received", 0)) - float(before.get("received", 0)),
             "flows": [p.label for p in self.pairs], "keys": self.keys, "meters": meters,
             "last_state": profiler.last,
-            "sources_start": src0, "sources_end": src1,
+            "sources_start": src0, "sources_end": src1, "stores": stores,
             "sources_seconds": s1 - s0 if s0 is not None and s1 is not None else None,
         }

@@ -20,6 +20,7 @@ import socket
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -285,6 +286,34 @@ def app_totals(snap: dict[str, Any], topology: str) -> dict[str, float]:
                     tot[name] = max(tot.get(name, 0.0), v) if k.endswith("_max_ms") \
                         else tot.get(name, 0.0) + v
     return tot
+
+
+def store_totals(stores: Iterable[dict[str, Any] | None]) -> dict[str, dict[str, float]]:
+    """What waits in a job's joins' own stores (problem (4)'s receiver backlog, 000 §IV-A),
+    from the stores its reports carry (Storm's ``JoinStore``, Flink's ``streamband-store``
+    gauge, one format): per join input summed over the stores ``tuples`` and ``bytes``,
+    the largest ``lag_ms``; and ``forced``, tuples let out early past a store's bound.
+    Empty when no store reported.
+
+    Examples
+    --------
+    >>> a = {"inputs": {"trucks": {"tuples": 3, "bytes": 300, "lag_ms": 5}}, "forced": 1}
+    >>> b = {"inputs": {"trucks": {"tuples": 2, "bytes": 200, "lag_ms": 9}}}
+    >>> store_totals([a, b, None])["trucks"]
+    {'tuples': 5.0, 'bytes': 500.0, 'lag_ms': 9.0}
+    >>> store_totals([a, b])["forced"], store_totals([])
+    ({'tuples': 1.0}, {})
+    """
+    out: dict[str, dict[str, float]] = {}
+    forced = 0.0
+    for store in stores:
+        forced += float((store or {}).get("forced") or 0.0)
+        for name, v in ((store or {}).get("inputs") or {}).items():
+            o = out.setdefault(name, {"tuples": 0.0, "bytes": 0.0, "lag_ms": 0.0})
+            o["tuples"] += float((v or {}).get("tuples") or 0.0)
+            o["bytes"] += float((v or {}).get("bytes") or 0.0)
+            o["lag_ms"] = max(o["lag_ms"], float((v or {}).get("lag_ms") or 0.0))
+    return {**out, "forced": {"tuples": forced}} if out else {}
 
 
 #: the sinks' latency histogram (``Bench.Reporter.latency`` in ``storm/``)

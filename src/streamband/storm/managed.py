@@ -19,6 +19,7 @@ from streamband.loop.reports import (
     app_totals,
     latency_percentiles,
     read_snapshot,
+    store_totals,
     worker_reports,
 )
 from streamband.loop.window import (
@@ -125,18 +126,9 @@ class ManagedTopology:
         """Per join input (summed over the join's tasks) what waits in the join's own
         store: ``tuples``, ``bytes``, the largest ``lag_ms``; and ``forced``: tuples let
         out early past the store's bound."""
-        out: dict[str, dict[str, float]] = {}
-        forced = 0.0
-        for rep in worker_reports(read_snapshot(self.cluster.work / "profile.json"),
-                                  self.info["id"]).values():
-            for store in (rep.get("stores") or {}).values():
-                forced += float((store or {}).get("forced") or 0.0)
-                for name, v in ((store or {}).get("inputs") or {}).items():
-                    o = out.setdefault(name, {"tuples": 0.0, "bytes": 0.0, "lag_ms": 0.0})
-                    o["tuples"] += float(v.get("tuples") or 0.0)
-                    o["bytes"] += float(v.get("bytes") or 0.0)
-                    o["lag_ms"] = max(o["lag_ms"], float(v.get("lag_ms") or 0.0))
-        return {**out, "forced": {"tuples": forced}} if out else {}
+        return store_totals(store for rep in worker_reports(
+            read_snapshot(self.cluster.work / "profile.json"), self.info["id"]).values()
+            for store in (rep.get("stores") or {}).values())
 
     def run(self, policy: str, seconds: float, dt: float = 1.0,
             log: Path | None = None, input_queue: bool = False,
