@@ -227,6 +227,48 @@ pub struct Cell {
     pub pos: u32,
 }
 
+/// A bundle's fields but its flow list, in one cache line: a bundle's move, classing,
+/// completion and heap places read several of them together (kept in one array each,
+/// they were a cache miss apiece).
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+pub struct Bun {
+    /// in its class's clock: the clock when its flows finish; pending (no class): the
+    /// bytes each flow has left
+    pub key: f64,
+    pub tol: f64,
+    /// its owner and its number of flows (a class's rate change reads both, and
+    /// `b_flows[b].len()` would be a cache miss on the list's header)
+    pub own: u32,
+    pub n: u32,
+    pub cls: u32,
+    /// the cell counting its flows while it is in a class (NONE otherwise)
+    pub cell: u32,
+    /// its place in its class's heap and in its owner's list
+    pub hpos: u32,
+    pub opos: u32,
+    /// listed in `pending`
+    pub pend: bool,
+}
+
+impl Default for Bun {
+    fn default() -> Self {
+        Bun { key: 0.0, tol: 0.0, own: 0, n: 0, cls: NONE, cell: NONE, hpos: NONE, opos: NONE,
+              pend: false }
+    }
+}
+
+impl Places for [Bun] {
+    #[inline(always)]
+    fn place_of(&self, id: u32) -> u32 {
+        self[id as usize].hpos
+    }
+    #[inline(always)]
+    fn set_place(&mut self, id: u32, i: u32) {
+        self[id as usize].hpos = i;
+    }
+}
+
 /// Links a group's hot line holds (a fat-tree path has 6); wider paths are read from
 /// the path table.
 pub const GLINKS: usize = 6;
@@ -259,8 +301,9 @@ pub struct Sim {
     /// the largest completion tolerance of any flow (bytes)
     pub maxtol: f64,
     // flows
-    pub f_grp: Vec<u32>,
-    pub f_gpos: Vec<u32>,
+    /// per flow: its group and its place in the group's flow list (read together by a
+    /// move: one cache line, not two)
+    pub f_g: Vec<[u32; 2]>,
     pub f_bun: Vec<u32>,
     pub f_bpos: Vec<u32>,
     pub f_opos: Vec<u32>,
@@ -331,22 +374,11 @@ pub struct Sim {
     pub cl_ta: BlockMin,
     pub cl_tb: BlockMin,
     // bundles
-    /// per bundle: [its owner, its number of flows] (a class's rate change reads both
-    /// per bundle, and `b_flows[b].len()` would be a cache miss on the list's header)
-    pub b_own: Vec<[u32; 2]>,
-    pub b_cls: Vec<u32>,
-    /// the cell counting its flows while it is in a class (NONE otherwise)
-    pub b_cell: Vec<u32>,
-    /// in its class's clock: the clock when its flows finish; pending (no class): the
-    /// bytes each flow has left
-    pub b_key: Vec<f64>,
-    pub b_tol: Vec<f64>,
+    /// per bundle, its fields but its flow list, in one cache line (`Bun`)
+    pub bn: Vec<Bun>,
     pub b_flows: Vec<Vec<u32>>,
-    pub b_hpos: Vec<u32>,
-    pub b_opos: Vec<u32>,
     pub free_b: Vec<u32>,
     pub pending: Vec<u32>,
-    pub b_pend: Vec<bool>,
     /// scratch: (bundle, class) -> the bundle its flows moved to at this event
     pub split: IdMap<u32>,
     // levels
@@ -461,8 +493,7 @@ impl Sim {
             k,
             width,
             maxtol,
-            f_grp: vec![NONE; nf],
-            f_gpos: vec![NONE; nf],
+            f_g: vec![[NONE; 2]; nf],
             f_bun: vec![NONE; nf],
             f_bpos: vec![NONE; nf],
             f_opos: vec![NONE; nf],
@@ -509,17 +540,10 @@ impl Sim {
             rt_list: Vec::new(),
             cl_ta: BlockMin::default(),
             cl_tb: BlockMin::default(),
-            b_own: Vec::new(),
-            b_cls: Vec::new(),
-            b_cell: Vec::new(),
-            b_key: Vec::new(),
-            b_tol: Vec::new(),
+            bn: Vec::new(),
             b_flows: Vec::new(),
-            b_hpos: Vec::new(),
-            b_opos: Vec::new(),
             free_b: Vec::new(),
             pending: Vec::new(),
-            b_pend: Vec::new(),
             split: IdMap::default(),
             lv: Vec::new(),
             lmap: IdMap::default(),
@@ -623,8 +647,8 @@ impl Sim {
     /// The rate of flow `f`'s group (0 before its first fill).
     #[inline]
     pub fn flow_rate(&self, f: usize) -> f64 {
-        let k = self.gh[self.f_grp[f] as usize].cls;
-        if k == NONE || self.b_cls[self.f_bun[f] as usize] == NONE {
+        let k = self.gh[self.f_g[f][0] as usize].cls;
+        if k == NONE || self.bn[self.f_bun[f] as usize].cls == NONE {
             0.0
         } else {
             self.cl_rate[k as usize]
@@ -878,38 +902,32 @@ impl Sim {
         let b = match self.free_b.pop() {
             Some(b) => b as usize,
             None => {
-                self.b_own.push([0, 0]);
-                self.b_cls.push(NONE);
-                self.b_cell.push(NONE);
-                self.b_key.push(0.0);
-                self.b_tol.push(0.0);
+                self.bn.push(Bun::default());
                 self.b_flows.push(Vec::new());
-                self.b_hpos.push(NONE);
-                self.b_opos.push(NONE);
-                self.b_pend.push(false);
-                self.b_own.len() - 1
+                self.bn.len() - 1
             }
         };
-        self.b_own[b] = [o as u32, 0];
-        self.b_cls[b] = NONE;
-        self.b_tol[b] = tol;
+        self.bn[b].own = o as u32;
+        self.bn[b].n = 0;
+        self.bn[b].cls = NONE;
+        self.bn[b].tol = tol;
         self.b_flows[b].clear();
-        self.b_opos[b] = self.o_buns[o].len() as u32;
+        self.bn[b].opos = self.o_buns[o].len() as u32;
         self.o_buns[o].push(b as u32);
         b
     }
 
     fn free_bundle(&mut self, b: usize) {
-        debug_assert!(self.b_flows[b].is_empty() && self.b_cls[b] == NONE);
-        let o = self.b_own[b][0] as usize;
-        let i = self.b_opos[b] as usize;
+        debug_assert!(self.b_flows[b].is_empty() && self.bn[b].cls == NONE);
+        let o = self.bn[b].own as usize;
+        let i = self.bn[b].opos as usize;
         let list = &mut self.o_buns[o];
         let last = *list.last().unwrap();
         list.swap_remove(i);
         if i < list.len() {
-            self.b_opos[last as usize] = i as u32;
+            self.bn[last as usize].opos = i as u32;
         }
-        self.b_opos[b] = NONE;
+        self.bn[b].opos = NONE;
         self.free_b.push(b as u32);
     }
 
@@ -917,7 +935,7 @@ impl Sim {
         self.f_bun[f] = b as u32;
         self.f_bpos[f] = self.b_flows[b].len() as u32;
         self.b_flows[b].push(f as u32);
-        self.b_own[b][1] += 1;
+        self.bn[b].n += 1;
     }
 
     /// Take flow `f` out of its bundle (the bundle stays, maybe empty).
@@ -931,40 +949,40 @@ impl Sim {
             self.f_bpos[last as usize] = i as u32;
         }
         self.f_bun[f] = NONE;
-        self.b_own[b][1] -= 1;
+        self.bn[b].n -= 1;
         b
     }
 
     /// Put bundle `b` (holding `rem` bytes per flow) in class `k` at `t`.
     fn class_bundle(&mut self, b: usize, k: usize, rem: f64, t: f64) {
-        self.b_cls[b] = k as u32;
-        self.b_key[b] = self.clock(k, t) + rem;
-        self.cl_heap[k].push(b as u32, self.b_key[b], &mut self.b_hpos);
+        self.bn[b].cls = k as u32;
+        self.bn[b].key = self.clock(k, t) + rem;
+        self.cl_heap[k].push(b as u32, self.bn[b].key, &mut self.bn[..]);
         self.mark_retime(k);
-        let [o, n] = self.b_own[b];
+        let (o, n) = (self.bn[b].own, self.bn[b].n);
         let c = self.cell_of(k, o as usize);
         self.ce[c as usize].n += n;
-        self.b_cell[b] = c;
+        self.bn[b].cell = c;
         self.owner_move(o as usize, n, 0.0, self.cl_rate[k]);
     }
 
     /// Take bundle `b` out of its class at `t`: it keeps the bytes its flows have left.
     fn unclass_bundle(&mut self, b: usize, t: f64) {
-        let k = self.b_cls[b] as usize;
-        let rem = self.b_key[b] - self.clock(k, t);
-        self.cl_heap[k].remove(b as u32, &mut self.b_hpos);
+        let k = self.bn[b].cls as usize;
+        let rem = self.bn[b].key - self.clock(k, t);
+        self.cl_heap[k].remove(b as u32, &mut self.bn[..]);
         self.mark_retime(k);
-        let [o, n] = self.b_own[b];
-        self.cell_sub(self.b_cell[b], k, n);
-        self.b_cell[b] = NONE;
+        let (o, n) = (self.bn[b].own, self.bn[b].n);
+        self.cell_sub(self.bn[b].cell, k, n);
+        self.bn[b].cell = NONE;
         self.owner_move(o as usize, n, self.cl_rate[k], 0.0);
-        self.b_cls[b] = NONE;
-        self.b_key[b] = rem;
+        self.bn[b].cls = NONE;
+        self.bn[b].key = rem;
     }
 
     fn mark_pending(&mut self, b: usize) {
-        if !self.b_pend[b] {
-            self.b_pend[b] = true;
+        if !self.bn[b].pend {
+            self.bn[b].pend = true;
             self.pending.push(b as u32);
         }
     }
@@ -995,7 +1013,7 @@ impl Sim {
                 let f = self.g_flows[g][i] as usize;
                 i += 1;
                 let b = self.f_bun[f] as usize;
-                let k1 = self.b_cls[b];
+                let k1 = self.bn[b].cls;
                 if k1 == NONE || k1 == k2 {
                     continue;
                 }
@@ -1003,37 +1021,37 @@ impl Sim {
                 let nb = match self.split.get(&key) {
                     Some(&nb) => nb as usize,
                     None => {
-                        let o = self.b_own[b][0] as usize;
-                        let nb = self.new_bundle(o, self.b_tol[b]);
-                        let rem = self.b_key[b] - self.clock(k1 as usize, t);
+                        let o = self.bn[b].own as usize;
+                        let nb = self.new_bundle(o, self.bn[b].tol);
+                        let rem = self.bn[b].key - self.clock(k1 as usize, t);
                         self.split.insert(key, nb as u32);
                         made.push((nb as u32, rem));
-                        self.b_cls[nb] = k2;
-                        self.b_cell[nb] = self.cell_of(k2 as usize, o);
+                        self.bn[nb].cls = k2;
+                        self.bn[nb].cell = self.cell_of(k2 as usize, o);
                         nb
                     }
                 };
                 count!(n::REBUNDLED, 1);
                 self.bundle_take(f);
                 self.bundle_add(nb, f);
-                let o = self.b_own[b][0] as usize;
-                self.ce[self.b_cell[nb] as usize].n += 1;
-                self.cell_sub(self.b_cell[b], k1 as usize, 1);
+                let o = self.bn[b].own as usize;
+                self.ce[self.bn[nb].cell as usize].n += 1;
+                self.cell_sub(self.bn[b].cell, k1 as usize, 1);
                 self.owner_move(o, 1, self.cl_rate[k1 as usize], self.cl_rate[k2 as usize]);
                 if self.b_flows[b].is_empty() {
-                    self.cl_heap[k1 as usize].remove(b as u32, &mut self.b_hpos);
+                    self.cl_heap[k1 as usize].remove(b as u32, &mut self.bn[..]);
                     self.mark_retime(k1 as usize);
-                    self.b_cls[b] = NONE;
-                    self.b_cell[b] = NONE;
+                    self.bn[b].cls = NONE;
+                    self.bn[b].cell = NONE;
                     self.free_bundle(b);
                 }
             }
         }
         for &(nb, rem) in &made {
             let nb = nb as usize;
-            let k = self.b_cls[nb] as usize;
-            self.b_key[nb] = self.clock(k, t) + rem;
-            self.cl_heap[k].push(nb as u32, self.b_key[nb], &mut self.b_hpos);
+            let k = self.bn[nb].cls as usize;
+            self.bn[nb].key = self.clock(k, t) + rem;
+            self.cl_heap[k].push(nb as u32, self.bn[nb].key, &mut self.bn[..]);
             self.mark_retime(k);
         }
         self.g_chg = chg;
@@ -1043,27 +1061,27 @@ impl Sim {
         for (pi, &b) in pend.iter().enumerate() {
             self.prefetch_pending(&pend, pi);
             let b = b as usize;
-            self.b_pend[b] = false;
+            self.bn[b].pend = false;
             if self.b_flows[b].is_empty() {
-                if self.b_cls[b] == NONE && self.b_opos[b] != NONE {
+                if self.bn[b].cls == NONE && self.bn[b].opos != NONE {
                     self.free_bundle(b);
                 }
                 continue;
             }
-            if self.b_cls[b] != NONE {
+            if self.bn[b].cls != NONE {
                 continue;
             }
-            let rem = self.b_key[b];
+            let rem = self.bn[b].key;
             let f0 = self.b_flows[b][0] as usize;
-            let k0 = self.gh[self.f_grp[f0] as usize].cls;
+            let k0 = self.gh[self.f_g[f0][0] as usize].cls;
             let mut i = 0;
             self.split.clear();
             while i < self.b_flows[b].len() {
                 if let Some(&f2) = self.b_flows[b].get(i + AHEAD) {
-                    prefetch(&self.gh, self.f_grp[f2 as usize] as usize);
+                    prefetch(&self.gh, self.f_g[f2 as usize][0] as usize);
                 }
                 let f = self.b_flows[b][i] as usize;
-                let k = self.gh[self.f_grp[f] as usize].cls;
+                let k = self.gh[self.f_g[f][0] as usize].cls;
                 if k == k0 {
                     i += 1;
                     continue;
@@ -1071,9 +1089,9 @@ impl Sim {
                 let nb = match self.split.get(&(k as u64)) {
                     Some(&nb) => nb as usize,
                     None => {
-                        let o = self.b_own[b][0] as usize;
-                        let nb = self.new_bundle(o, self.b_tol[b]);
-                        self.b_key[nb] = rem;
+                        let o = self.bn[b].own as usize;
+                        let nb = self.new_bundle(o, self.bn[b].tol);
+                        self.bn[nb].key = rem;
                         self.split.insert(k as u64, nb as u32);
                         nb
                     }
@@ -1111,23 +1129,21 @@ impl Sim {
         if let Some(&b) = pend.get(i + 3 * AHEAD) {
             let b = b as usize;
             prefetch(&self.b_flows, b);
-            prefetch(&self.b_own, b);
-            prefetch(&self.b_cls, b);
-            prefetch(&self.b_key, b);
+            prefetch(&self.bn, b);
         }
         if let Some(&b) = pend.get(i + 2 * AHEAD) {
             prefetch(&self.b_flows[b as usize], 0);
         }
         if let Some(&b) = pend.get(i + AHEAD) {
             let b = b as usize;
-            prefetch(&self.o_acc, self.b_own[b][0] as usize);
+            prefetch(&self.o_acc, self.bn[b].own as usize);
             for &f in self.b_flows[b].iter().take(4) {
-                prefetch(&self.f_grp, f as usize);
+                prefetch(&self.f_g, f as usize);
             }
         }
         if let Some(&b) = pend.get(i + AHEAD / 2) {
             for &f in self.b_flows[b as usize].iter().take(4) {
-                prefetch(&self.gh, self.f_grp[f as usize] as usize);
+                prefetch(&self.gh, self.f_g[f as usize][0] as usize);
             }
         }
     }
@@ -1153,7 +1169,7 @@ impl Sim {
             for &f in self.g_flows[g as usize].iter().take(4) {
                 let b = self.f_bun[f as usize] as usize;
                 prefetch(&self.b_flows, b);
-                prefetch(&self.b_cls, b);
+                prefetch(&self.bn, b);
             }
         }
     }
@@ -1409,24 +1425,24 @@ impl Sim {
     /// Put flow `f` in its group of level slot `l` (its bundle is unclassed).
     fn join(&mut self, f: usize, l: usize) {
         let g = self.group_of(l, self.inp.f_path[f]);
-        self.f_grp[f] = g as u32;
-        self.f_gpos[f] = self.g_flows[g].len() as u32;
+        self.f_g[f][0] = g as u32;
+        self.f_g[f][1] = self.g_flows[g].len() as u32;
         self.g_flows[g].push(f as u32);
         self.resize(g, 1.0);
     }
 
     /// Take flow `f` out of its group.
     fn leave(&mut self, f: usize) {
-        let g = self.f_grp[f] as usize;
-        let i = self.f_gpos[f] as usize;
+        let g = self.f_g[f][0] as usize;
+        let i = self.f_g[f][1] as usize;
         let list = &mut self.g_flows[g];
         let last = *list.last().unwrap();
         list.swap_remove(i);
         if i < list.len() {
-            self.f_gpos[last as usize] = i as u32;
+            self.f_g[last as usize][1] = i as u32;
         }
-        self.f_grp[f] = NONE;
-        self.f_gpos[f] = NONE;
+        self.f_g[f][0] = NONE;
+        self.f_g[f][1] = NONE;
         self.resize(g, -1.0);
         if self.g_flows[g].is_empty() {
             self.drop_group(g, true);
@@ -1447,7 +1463,7 @@ impl Sim {
         for (i, &b) in buns.iter().enumerate() {
             self.prefetch_unclass(&buns, i);
             let b = b as usize;
-            if self.b_cls[b] != NONE {
+            if self.bn[b].cls != NONE {
                 self.unclass_bundle(b, t);
             }
             self.mark_pending(b);
@@ -1458,7 +1474,7 @@ impl Sim {
         for (i, &f) in fl.iter().enumerate() {
             self.prefetch_move(&fl, i, l);
             let f = f as usize;
-            let g = self.f_grp[f] as usize;
+            let g = self.f_g[f][0] as usize;
             if self.gh[g].w == 1.0 && self.p_grp[self.inp.f_path[f] as usize].find(l as u32) == NONE {
                 self.carry(g, l);
             } else {
@@ -1494,18 +1510,18 @@ impl Sim {
         // a unit's flows lie anywhere in the per-flow arrays: their group and path are
         // misses of their own (perf: 20 % of `move_owner` stalled on them at 2 AHEAD)
         if let Some(&f) = fl.get(i + 3 * AHEAD) {
-            prefetch(&self.f_grp, f as usize);
+            prefetch(&self.f_g, f as usize);
             prefetch(&self.inp.f_path, f as usize);
         }
         if let Some(&f) = fl.get(i + 2 * AHEAD) {
-            let g = self.f_grp[f as usize] as usize;
+            let g = self.f_g[f as usize][0] as usize;
             prefetch(&self.gh, g);
             prefetch(&self.g_flows, g);
             prefetch(&self.g_adjpos, g * self.width);
             prefetch(&self.p_grp, self.inp.f_path[f as usize] as usize);
         }
         if let Some(&f) = fl.get(i + AHEAD) {
-            let g = self.f_grp[f as usize] as usize;
+            let g = self.f_g[f as usize][0] as usize;
             let h = &self.gh[g];
             if h.w != 1.0 {
                 // not `carry`: its flow list is read
@@ -1519,6 +1535,20 @@ impl Sim {
                 prefetch(&self.g_flows, g2 as usize);
             }
         }
+        // last, from the lines brought above: the place the flow takes in its new
+        // group's list, and the flow moved into its place in the old one's
+        if let Some(&f) = fl.get(i + AHEAD / 2) {
+            let g = self.f_g[f as usize][0] as usize;
+            if self.gh[g].w != 1.0 {
+                if let Some(&last) = self.g_flows[g].last() {
+                    prefetch(&self.f_g, last as usize);
+                }
+            }
+            let g2 = self.p_grp[self.inp.f_path[f as usize] as usize].find(l as u32);
+            if g2 != NONE {
+                prefetch_end(&self.g_flows[g2 as usize]);
+            }
+        }
     }
 
     /// Before taking the `i`-th of an owner's bundles `buns` out of its class: the
@@ -1529,14 +1559,10 @@ impl Sim {
     fn prefetch_unclass(&self, buns: &[u32], i: usize) {
         if let Some(&b) = buns.get(i + 2 * AHEAD) {
             let b = b as usize;
-            prefetch(&self.b_cls, b);
-            prefetch(&self.b_own, b);
-            prefetch(&self.b_key, b);
-            prefetch(&self.b_hpos, b);
-            prefetch(&self.b_cell, b);
+            prefetch(&self.bn, b);
         }
         if let Some(&b) = buns.get(i + AHEAD) {
-            let c = self.b_cell[b as usize];
+            let c = self.bn[b as usize].cell;
             if c != NONE {
                 prefetch(&self.ce, c as usize);
             }
@@ -1579,7 +1605,7 @@ impl Sim {
                 Some(m) => m.2 as usize,
                 None => {
                     let b = self.new_bundle(o, self.tol(f));
-                    self.b_key[b] = size;
+                    self.bn[b].key = size;
                     self.mark_pending(b);
                     made.push((o as u32, sb, b as u32));
                     b
@@ -1663,10 +1689,10 @@ impl Sim {
             let x = self.clock(k, t);
             let xp = self.clock(k, t_prev);
             for &b in &look {
-                let key = self.b_key[b as usize];
+                let key = self.bn[b as usize].key;
                 let tf = (key - xp) / r;
                 let at = self.cl_t0[k] + (key - self.cl_x0[k]) / r;
-                if due(key - x, self.b_tol[b as usize], tf, at, t_prev, t) {
+                if due(key - x, self.bn[b as usize].tol, tf, at, t_prev, t) {
                     due_b.push(b);
                 }
             }
@@ -1674,13 +1700,13 @@ impl Sim {
         count!(n::BUNDLES_DONE, due_b.len());
         for &b in &due_b {
             let b = b as usize;
-            let k = self.b_cls[b] as usize;
-            self.cl_heap[k].remove(b as u32, &mut self.b_hpos);
+            let k = self.bn[b].cls as usize;
+            self.cl_heap[k].remove(b as u32, &mut self.bn[..]);
             self.mark_retime(k);
-            let o = self.b_own[b][0] as usize;
+            let o = self.bn[b].own as usize;
             let fl = std::mem::take(&mut self.b_flows[b]);
-            self.cell_sub(self.b_cell[b], k, fl.len() as u32);
-            self.b_cell[b] = NONE;
+            self.cell_sub(self.bn[b].cell, k, fl.len() as u32);
+            self.bn[b].cell = NONE;
             self.owner_move(o, fl.len() as u32, self.cl_rate[k], 0.0);
             for &f in &fl {
                 let f = f as usize;
@@ -1692,8 +1718,8 @@ impl Sim {
             }
             self.b_flows[b] = fl;
             self.b_flows[b].clear();
-            self.b_own[b][1] = 0;
-            self.b_cls[b] = NONE;
+            self.bn[b].n = 0;
+            self.bn[b].cls = NONE;
             self.free_bundle(b);
         }
         self.flush_retime();

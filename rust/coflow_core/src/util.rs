@@ -40,6 +40,23 @@ pub fn prefetch<T>(v: &[T], i: usize) {
     let _ = (v, i);
 }
 
+/// Ask the CPU to bring near the place `v`'s next push writes (nothing if the push
+/// would grow it).
+#[inline(always)]
+pub fn prefetch_end<T>(v: &Vec<T>) {
+    #[cfg(target_arch = "x86_64")]
+    if v.len() < v.capacity() {
+        // SAFETY: a prefetch reads nothing and cannot fault; the address is inside the
+        // vector's allocation
+        unsafe {
+            std::arch::x86_64::_mm_prefetch(v.as_ptr().add(v.len()) as *const i8,
+                                            std::arch::x86_64::_MM_HINT_T0)
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = v;
+}
+
 /// How many places ahead in a list of groups `prefetch` asks for.
 pub const AHEAD: usize = 8;
 
@@ -137,8 +154,14 @@ impl BlockMin {
     }
 }
 
-/// A min-heap of ids by key, ties by id, with each id's place kept in `pos[id]` (NONE
-/// when not in a heap), so that any id can leave in O(log n). An entry holds its id's
+/// Where each id of an `IdHeap` is in it (NONE when in none): the caller's per-id place.
+pub trait Places {
+    fn place_of(&self, id: u32) -> u32;
+    fn set_place(&mut self, id: u32, i: u32);
+}
+
+/// A min-heap of ids by key, ties by id, with each id's place kept by the caller (`Places`;
+/// NONE when not in a heap), so that any id can leave in O(log n). An entry holds its id's
 /// key, which does not change while the id is in the heap, so that sifting compares
 /// entries without reading the caller's per-id arrays (a bundle's key was a cache miss
 /// per heap level visited: perf, stream on the big switch, 9 % of the samples in `up`
@@ -172,7 +195,7 @@ impl IdHeap {
         a.0 < b.0 || (a.0 == b.0 && a.1 < b.1)
     }
 
-    fn up(&mut self, mut i: usize, pos: &mut [u32]) {
+    fn up<P: Places + ?Sized>(&mut self, mut i: usize, pos: &mut P) {
         let x = self.e[i];
         while i > 0 {
             let p = (i - 1) / 2;
@@ -181,14 +204,14 @@ impl IdHeap {
                 break;
             }
             self.e[i] = y;
-            pos[y.1 as usize] = i as u32;
+            pos.set_place(y.1, i as u32);
             i = p;
         }
         self.e[i] = x;
-        pos[x.1 as usize] = i as u32;
+        pos.set_place(x.1, i as u32);
     }
 
-    fn down(&mut self, mut i: usize, pos: &mut [u32]) {
+    fn down<P: Places + ?Sized>(&mut self, mut i: usize, pos: &mut P) {
         let n = self.e.len();
         let x = self.e[i];
         loop {
@@ -203,29 +226,29 @@ impl IdHeap {
                 break;
             }
             self.e[i] = y;
-            pos[y.1 as usize] = i as u32;
+            pos.set_place(y.1, i as u32);
             i = c;
         }
         self.e[i] = x;
-        pos[x.1 as usize] = i as u32;
+        pos.set_place(x.1, i as u32);
     }
 
     /// Add `id` with key `key`.
-    pub fn push(&mut self, id: u32, key: f64, pos: &mut [u32]) {
+    pub fn push<P: Places + ?Sized>(&mut self, id: u32, key: f64, pos: &mut P) {
         self.e.push((key, id));
         let i = self.e.len() - 1;
         self.up(i, pos);
     }
 
-    pub fn remove(&mut self, id: u32, pos: &mut [u32]) {
-        let i = pos[id as usize] as usize;
-        pos[id as usize] = NONE;
+    pub fn remove<P: Places + ?Sized>(&mut self, id: u32, pos: &mut P) {
+        let i = pos.place_of(id) as usize;
+        pos.set_place(id, NONE);
         let last = self.e.pop().unwrap();
         if i < self.e.len() {
             self.e[i] = last;
-            pos[last.1 as usize] = i as u32;
+            pos.set_place(last.1, i as u32);
             self.up(i, pos);
-            let j = pos[last.1 as usize] as usize;
+            let j = pos.place_of(last.1) as usize;
             self.down(j, pos);
         }
     }
