@@ -34,11 +34,10 @@ pub const NAMES: [&str; N] = [
     "rate-0 groups of a full pass: the last fill's not kept",
     "rate-0 groups of a full pass: a link went to nothing left or back",
     "rate-0 groups of a full pass: no fill to resume",
-    "flow moves carrying their one-flow group along",
 ];
 
 /// How many counters there are.
-pub const N: usize = 29;
+pub const N: usize = 28;
 
 pub const EVENTS: usize = 0;
 pub const OWNER_MOVES: usize = 1;
@@ -68,7 +67,6 @@ pub const ZP_LINK: usize = 24;
 pub const ZP_NONE: usize = 25;
 pub const ZP_FLIP: usize = 26;
 pub const ZP_NEW: usize = 27;
-pub const CARRIED: usize = 28;
 
 #[cfg(feature = "counts")]
 pub static C: [std::sync::atomic::AtomicU64; N] = [const { std::sync::atomic::AtomicU64::new(0) }; N];

@@ -301,9 +301,14 @@ pub struct Sim {
     /// the largest completion tolerance of any flow (bytes)
     pub maxtol: f64,
     // flows
-    /// per flow: its group and its place in the group's flow list (read together by a
-    /// move: one cache line, not two)
-    pub f_g: Vec<[u32; 2]>,
+    pub f_grp: Vec<u32>,
+    /// per path, its active flows (any level), and each flow's place in its path's list:
+    /// a group's flows are those of its path in it (`apply_fill`), so that a move writes
+    /// no list of flows (a unit's move between levels moved each flow between two
+    /// groups' lists: perf, stream on the big switch, a third of `join` and of `leave`
+    /// waited on those lists)
+    pub p_flows: Vec<Vec<u32>>,
+    pub f_ppos: Vec<u32>,
     pub f_bun: Vec<u32>,
     pub f_bpos: Vec<u32>,
     pub f_opos: Vec<u32>,
@@ -330,7 +335,6 @@ pub struct Sim {
     /// aalo, per group: the link it was fixed at in pass 2 and its rate there, while its
     /// level's classes are set
     pub g_p2: Vec<(u32, f64)>,
-    pub g_flows: Vec<Vec<u32>>,
     /// aalo: the count of settings of classes (a group's `seen` is the last that looked
     /// at it)
     pub seen: u32,
@@ -493,7 +497,9 @@ impl Sim {
             k,
             width,
             maxtol,
-            f_g: vec![[NONE; 2]; nf],
+            f_grp: vec![NONE; nf],
+            p_flows: vec![Vec::new(); n_paths],
+            f_ppos: vec![NONE; nf],
             f_bun: vec![NONE; nf],
             f_bpos: vec![NONE; nf],
             f_opos: vec![NONE; nf],
@@ -512,7 +518,6 @@ impl Sim {
             p_grp: vec![PathGroups::default(); n_paths],
             gh: Vec::new(),
             g_p2: Vec::new(),
-            g_flows: Vec::new(),
             seen: 0,
             is_last: vec![false; nl],
             path_last: Vec::new(),
@@ -647,7 +652,7 @@ impl Sim {
     /// The rate of flow `f`'s group (0 before its first fill).
     #[inline]
     pub fn flow_rate(&self, f: usize) -> f64 {
-        let k = self.gh[self.f_g[f][0] as usize].cls;
+        let k = self.gh[self.f_grp[f] as usize].cls;
         if k == NONE || self.bn[self.f_bun[f] as usize].cls == NONE {
             0.0
         } else {
@@ -1008,10 +1013,14 @@ impl Sim {
             self.prefetch_chg(&chg, gi);
             let g = g as usize;
             let k2 = self.gh[g].cls;
+            let p = self.gh[g].path as usize;
             let mut i = 0;
-            while i < self.g_flows[g].len() {
-                let f = self.g_flows[g][i] as usize;
+            while i < self.p_flows[p].len() {
+                let f = self.p_flows[p][i] as usize;
                 i += 1;
+                if self.f_grp[f] != g as u32 {
+                    continue; // in another level
+                }
                 let b = self.f_bun[f] as usize;
                 let k1 = self.bn[b].cls;
                 if k1 == NONE || k1 == k2 {
@@ -1073,15 +1082,15 @@ impl Sim {
             }
             let rem = self.bn[b].key;
             let f0 = self.b_flows[b][0] as usize;
-            let k0 = self.gh[self.f_g[f0][0] as usize].cls;
+            let k0 = self.gh[self.f_grp[f0] as usize].cls;
             let mut i = 0;
             self.split.clear();
             while i < self.b_flows[b].len() {
                 if let Some(&f2) = self.b_flows[b].get(i + AHEAD) {
-                    prefetch(&self.gh, self.f_g[f2 as usize][0] as usize);
+                    prefetch(&self.gh, self.f_grp[f2 as usize] as usize);
                 }
                 let f = self.b_flows[b][i] as usize;
-                let k = self.gh[self.f_g[f][0] as usize].cls;
+                let k = self.gh[self.f_grp[f] as usize].cls;
                 if k == k0 {
                     i += 1;
                     continue;
@@ -1138,35 +1147,40 @@ impl Sim {
             let b = b as usize;
             prefetch(&self.o_acc, self.bn[b].own as usize);
             for &f in self.b_flows[b].iter().take(4) {
-                prefetch(&self.f_g, f as usize);
+                prefetch(&self.f_grp, f as usize);
             }
         }
         if let Some(&b) = pend.get(i + AHEAD / 2) {
             for &f in self.b_flows[b as usize].iter().take(4) {
-                prefetch(&self.gh, self.f_g[f as usize][0] as usize);
+                prefetch(&self.gh, self.f_grp[f as usize] as usize);
             }
         }
     }
 
     /// Before moving the flows of the `i`-th of the groups `chg` that changed class:
-    /// the same staged prefetch over the groups ahead (their flow lists, their flows'
-    /// bundles, those bundles' lists, whose last flow a bundle's removal reads).
+    /// the same staged prefetch over the groups ahead (their path's flow list, its
+    /// flows' groups and bundles, those bundles' lists, whose last flow a bundle's
+    /// removal reads).
     #[inline(always)]
     fn prefetch_chg(&self, chg: &[u32], i: usize) {
+        if let Some(&g) = chg.get(i + 4 * AHEAD) {
+            prefetch(&self.gh, g as usize);
+        }
         if let Some(&g) = chg.get(i + 3 * AHEAD) {
-            prefetch(&self.g_flows, g as usize);
+            prefetch(&self.p_flows, self.gh[g as usize].path as usize);
         }
         if let Some(&g) = chg.get(i + 2 * AHEAD) {
-            prefetch(&self.g_flows[g as usize], 0);
+            prefetch(&self.p_flows[self.gh[g as usize].path as usize], 0);
         }
         if let Some(&g) = chg.get(i + AHEAD) {
-            for &f in self.g_flows[g as usize].iter().take(4) {
+            for &f in self.p_flows[self.gh[g as usize].path as usize].iter().take(4) {
+                prefetch(&self.f_grp, f as usize);
                 prefetch(&self.f_bun, f as usize);
                 prefetch(&self.f_bpos, f as usize);
             }
         }
         if let Some(&g) = chg.get(i + AHEAD / 2) {
-            for &f in self.g_flows[g as usize].iter().take(4) {
+            for &f in self.p_flows[self.gh[g as usize].path as usize].iter().take(4) {
                 let b = self.f_bun[f as usize] as usize;
                 prefetch(&self.b_flows, b);
                 prefetch(&self.bn, b);
@@ -1330,18 +1344,16 @@ impl Sim {
                 assert!(g < (1 << (32 - self.jbits)), "too many groups for the per-link lists");
                 self.gh.push(GHot::default());
                 self.g_p2.push((NONE, 0.0));
-                self.g_flows.push(Vec::new());
                 self.g_adjpos.extend(std::iter::repeat_n(NONE, self.width));
                 g
             }
         };
-        self.g_flows[g].clear();
         self.place_group(g, l, path);
         g
     }
 
-    /// Make group `g` (free, its flow list kept as it is) the group of (level slot `l`,
-    /// `path`), with no weight yet: in its level's lists and its path's groups.
+    /// Make group `g` (free) the group of (level slot `l`, `path`), with no weight yet:
+    /// in its level's lists and its path's groups.
     fn place_group(&mut self, g: usize, l: usize, path: u32) {
         count!(n::GROUPS_MADE, 1);
         self.gh[g].path = path;
@@ -1367,9 +1379,9 @@ impl Sim {
         self.attach(g);
     }
 
-    /// Take group `g` (no weight left) out of its level and its path's groups; with
-    /// `free` it goes to the free list (else the caller places it again at once).
-    fn drop_group(&mut self, g: usize, free: bool) {
+    /// Take group `g` (no weight left) out of its level and its path's groups, to the
+    /// free list.
+    fn drop_group(&mut self, g: usize) {
         let l = self.gh[g].lvl as usize;
         self.p_grp[self.gh[g].path as usize].remove(l as u32);
         self.detach(g);
@@ -1385,9 +1397,7 @@ impl Sim {
         }
         self.gh[g].lpos = NONE;
         self.gh[g].cls = NONE;
-        if free {
-            self.free_g.push(g as u32);
-        }
+        self.free_g.push(g as u32);
         if self.lv[l].groups.is_empty() {
             self.drop_level(l);
         }
@@ -1425,27 +1435,17 @@ impl Sim {
     /// Put flow `f` in its group of level slot `l` (its bundle is unclassed).
     fn join(&mut self, f: usize, l: usize) {
         let g = self.group_of(l, self.inp.f_path[f]);
-        self.f_g[f][0] = g as u32;
-        self.f_g[f][1] = self.g_flows[g].len() as u32;
-        self.g_flows[g].push(f as u32);
+        self.f_grp[f] = g as u32;
         self.resize(g, 1.0);
     }
 
-    /// Take flow `f` out of its group.
+    /// Take flow `f` out of its group (a group is dropped with its last flow).
     fn leave(&mut self, f: usize) {
-        let g = self.f_g[f][0] as usize;
-        let i = self.f_g[f][1] as usize;
-        let list = &mut self.g_flows[g];
-        let last = *list.last().unwrap();
-        list.swap_remove(i);
-        if i < list.len() {
-            self.f_g[last as usize][1] = i as u32;
-        }
-        self.f_g[f][0] = NONE;
-        self.f_g[f][1] = NONE;
+        let g = self.f_grp[f] as usize;
+        self.f_grp[f] = NONE;
         self.resize(g, -1.0);
-        if self.g_flows[g].is_empty() {
-            self.drop_group(g, true);
+        if self.gh[g].w == 0.0 {
+            self.drop_group(g);
         }
     }
 
@@ -1474,79 +1474,40 @@ impl Sim {
         for (i, &f) in fl.iter().enumerate() {
             self.prefetch_move(&fl, i, l);
             let f = f as usize;
-            let g = self.f_g[f][0] as usize;
-            if self.gh[g].w == 1.0 && self.p_grp[self.inp.f_path[f] as usize].find(l as u32) == NONE {
-                self.carry(g, l);
-            } else {
-                self.leave(f);
-                self.join(f, l);
-            }
+            self.leave(f);
+            self.join(f, l);
         }
         self.o_flows[o] = fl;
     }
 
-    /// Move group `g`, whose one flow moves to level slot `l` where its path has no
-    /// group, to `l` whole: the same steps as that flow's `leave` and `join` (which would
-    /// free `g` and take it back from the free list) without its flow list, which stays
-    /// as it is. A flow's list is a cache miss of its own (perf, stream on the big
-    /// switch: 30 % of `join` stalled on its push, 18 % of `leave` on its last entry).
-    fn carry(&mut self, g: usize, l: usize) {
-        count!(n::CARRIED, 1);
-        let path = self.gh[g].path;
-        self.resize(g, -1.0);
-        self.drop_group(g, false);
-        self.place_group(g, l, path);
-        self.resize(g, 1.0);
-    }
-
     /// Before moving the `i`-th of the flows `fl` to level slot `l`: bring near what
-    /// the moves of the flows a few places ahead will read (the groups they leave, their
-    /// flow lists, and the groups they join), in two stages so that each stage's
-    /// addresses come from lines the stage before brought. A move is a chain of cache
-    /// misses on arrays indexed by group (perf, stream on the big switch: 54 % of
-    /// `leave` waits on a group's flow list), and the moves of one unit are independent.
+    /// the moves of the flows a few places ahead will read (their group and path, the
+    /// group they leave, its path's groups by level and the group they join), in stages
+    /// so that each stage's addresses come from lines the stage before brought. A move
+    /// is a chain of cache misses on arrays indexed by flow and group, and the moves of
+    /// one unit are independent.
     #[inline(always)]
     fn prefetch_move(&self, fl: &[u32], i: usize, l: usize) {
-        // a unit's flows lie anywhere in the per-flow arrays: their group and path are
-        // misses of their own (perf: 20 % of `move_owner` stalled on them at 2 AHEAD)
         if let Some(&f) = fl.get(i + 3 * AHEAD) {
-            prefetch(&self.f_g, f as usize);
+            prefetch(&self.f_grp, f as usize);
             prefetch(&self.inp.f_path, f as usize);
         }
         if let Some(&f) = fl.get(i + 2 * AHEAD) {
-            let g = self.f_g[f as usize][0] as usize;
+            let g = self.f_grp[f as usize] as usize;
             prefetch(&self.gh, g);
-            prefetch(&self.g_flows, g);
-            prefetch(&self.g_adjpos, g * self.width);
             prefetch(&self.p_grp, self.inp.f_path[f as usize] as usize);
         }
         if let Some(&f) = fl.get(i + AHEAD) {
-            let g = self.f_g[f as usize][0] as usize;
+            let g = self.f_grp[f as usize] as usize;
             let h = &self.gh[g];
-            if h.w != 1.0 {
-                // not `carry`: its flow list is read
-                let list = &self.g_flows[g];
-                prefetch(list, list.len().wrapping_sub(1));
+            if h.w == 1.0 {
+                // its group goes with it: its place in its level's lists
+                prefetch(&self.g_adjpos, g * self.width);
+                prefetch(&self.lv[h.lvl as usize].groups, h.lpos as usize);
             }
-            prefetch(&self.lv[h.lvl as usize].groups, h.lpos as usize);
             let g2 = self.p_grp[self.inp.f_path[f as usize] as usize].find(l as u32);
             if g2 != NONE {
                 prefetch(&self.gh, g2 as usize);
-                prefetch(&self.g_flows, g2 as usize);
-            }
-        }
-        // last, from the lines brought above: the place the flow takes in its new
-        // group's list, and the flow moved into its place in the old one's
-        if let Some(&f) = fl.get(i + AHEAD / 2) {
-            let g = self.f_g[f as usize][0] as usize;
-            if self.gh[g].w != 1.0 {
-                if let Some(&last) = self.g_flows[g].last() {
-                    prefetch(&self.f_g, last as usize);
-                }
-            }
-            let g2 = self.p_grp[self.inp.f_path[f as usize] as usize].find(l as u32);
-            if g2 != NONE {
-                prefetch_end(&self.g_flows[g2 as usize]);
             }
         }
     }
@@ -1598,6 +1559,8 @@ impl Sim {
             }
             self.f_opos[f] = self.o_flows[o].len() as u32;
             self.o_flows[o].push(f as u32);
+            let p = self.inp.f_path[f] as usize;
+            enlist(&mut self.p_flows[p], &mut self.f_ppos, f);
             let l = self.level_of(self.o_key[o]);
             self.join(f, l);
             let sb = size.to_bits();
@@ -1713,6 +1676,8 @@ impl Sim {
                 count!(n::FLOWS_DONE, 1);
                 self.f_bun[f] = NONE;
                 self.leave(f);
+                let p = self.inp.f_path[f] as usize;
+                unlist(&mut self.p_flows[p], &mut self.f_ppos, f);
                 self.drop_owner_flow(f, o);
                 fin.push(f as u32);
             }

@@ -40,23 +40,6 @@ pub fn prefetch<T>(v: &[T], i: usize) {
     let _ = (v, i);
 }
 
-/// Ask the CPU to bring near the place `v`'s next push writes (nothing if the push
-/// would grow it).
-#[inline(always)]
-pub fn prefetch_end<T>(v: &Vec<T>) {
-    #[cfg(target_arch = "x86_64")]
-    if v.len() < v.capacity() {
-        // SAFETY: a prefetch reads nothing and cannot fault; the address is inside the
-        // vector's allocation
-        unsafe {
-            std::arch::x86_64::_mm_prefetch(v.as_ptr().add(v.len()) as *const i8,
-                                            std::arch::x86_64::_MM_HINT_T0)
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = v;
-}
-
 /// How many places ahead in a list of groups `prefetch` asks for.
 pub const AHEAD: usize = 8;
 
