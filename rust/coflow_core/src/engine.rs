@@ -366,6 +366,9 @@ pub struct Sim {
     pub ce: Vec<Cell>,
     pub free_ce: Vec<u32>,
     pub cmap: IdMap<u32>,
+    /// the last (class, owner) key `cell_of` found and its cell: an owner's bundles are
+    /// classed one after another and mostly into one class (its receiver's link)
+    pub cm_last: (u64, u32),
     /// the rate this event's fill gives it, and the fill that set it
     pub cl_new: Vec<f64>,
     pub cl_ep: Vec<u32>,
@@ -537,6 +540,7 @@ impl Sim {
             ce: Vec::new(),
             free_ce: Vec::new(),
             cmap: IdMap::default(),
+            cm_last: (u64::MAX, NONE),
             cl_new: Vec::new(),
             cl_ep: Vec::new(),
             cl_touched: Vec::new(),
@@ -869,7 +873,11 @@ impl Sim {
     /// The cell of owner `o` in class `k` (made, empty, if none).
     fn cell_of(&mut self, k: usize, o: usize) -> u32 {
         let key = (k as u64) << 32 | o as u64;
+        if self.cm_last.0 == key {
+            return self.cm_last.1;
+        }
         if let Some(&c) = self.cmap.get(&key) {
+            self.cm_last = (key, c);
             return c;
         }
         let c = match self.free_ce.pop() {
@@ -882,6 +890,7 @@ impl Sim {
         self.ce[c as usize] = Cell { own: o as u32, n: 0, pos: self.cl_cells[k].len() as u32 };
         self.cl_cells[k].push(c);
         self.cmap.insert(key, c);
+        self.cm_last = (key, c);
         c
     }
 
@@ -898,7 +907,11 @@ impl Sim {
         if let Some(&moved) = list.get(i) {
             self.ce[moved as usize].pos = i as u32;
         }
-        self.cmap.remove(&((k as u64) << 32 | self.ce[cu].own as u64));
+        let key = (k as u64) << 32 | self.ce[cu].own as u64;
+        self.cmap.remove(&key);
+        if self.cm_last.0 == key {
+            self.cm_last = (u64::MAX, NONE);
+        }
         self.free_ce.push(c);
     }
 
