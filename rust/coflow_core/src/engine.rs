@@ -227,6 +227,48 @@ pub struct Cell {
     pub pos: u32,
 }
 
+/// A bundle's fields but its flow list, in one cache line: a bundle's move, classing,
+/// completion and heap places read several of them together (kept in one array each,
+/// they were a cache miss apiece).
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+pub struct Bun {
+    /// in its class's clock: the clock when its flows finish; pending (no class): the
+    /// bytes each flow has left
+    pub key: f64,
+    pub tol: f64,
+    /// its owner and its number of flows (a class's rate change reads both, and
+    /// `b_flows[b].len()` would be a cache miss on the list's header)
+    pub own: u32,
+    pub n: u32,
+    pub cls: u32,
+    /// the cell counting its flows while it is in a class (NONE otherwise)
+    pub cell: u32,
+    /// its place in its class's heap and in its owner's list
+    pub hpos: u32,
+    pub opos: u32,
+    /// listed in `pending`
+    pub pend: bool,
+}
+
+impl Default for Bun {
+    fn default() -> Self {
+        Bun { key: 0.0, tol: 0.0, own: 0, n: 0, cls: NONE, cell: NONE, hpos: NONE, opos: NONE,
+              pend: false }
+    }
+}
+
+impl Places for [Bun] {
+    #[inline(always)]
+    fn place_of(&self, id: u32) -> u32 {
+        self[id as usize].hpos
+    }
+    #[inline(always)]
+    fn set_place(&mut self, id: u32, i: u32) {
+        self[id as usize].hpos = i;
+    }
+}
+
 /// Links a group's hot line holds (a fat-tree path has 6); wider paths are read from
 /// the path table.
 pub const GLINKS: usize = 6;
@@ -260,7 +302,13 @@ pub struct Sim {
     pub maxtol: f64,
     // flows
     pub f_grp: Vec<u32>,
-    pub f_gpos: Vec<u32>,
+    /// per path, its active flows (any level), and each flow's place in its path's list:
+    /// a group's flows are those of its path in it (`apply_fill`), so that a move writes
+    /// no list of flows (a unit's move between levels moved each flow between two
+    /// groups' lists: perf, stream on the big switch, a third of `join` and of `leave`
+    /// waited on those lists)
+    pub p_flows: Vec<Vec<u32>>,
+    pub f_ppos: Vec<u32>,
     pub f_bun: Vec<u32>,
     pub f_bpos: Vec<u32>,
     pub f_opos: Vec<u32>,
@@ -287,7 +335,6 @@ pub struct Sim {
     /// aalo, per group: the link it was fixed at in pass 2 and its rate there, while its
     /// level's classes are set
     pub g_p2: Vec<(u32, f64)>,
-    pub g_flows: Vec<Vec<u32>>,
     /// aalo: the count of settings of classes (a group's `seen` is the last that looked
     /// at it)
     pub seen: u32,
@@ -319,6 +366,9 @@ pub struct Sim {
     pub ce: Vec<Cell>,
     pub free_ce: Vec<u32>,
     pub cmap: IdMap<u32>,
+    /// the last (class, owner) key `cell_of` found and its cell: an owner's bundles are
+    /// classed one after another and mostly into one class (its receiver's link)
+    pub cm_last: (u64, u32),
     /// the rate this event's fill gives it, and the fill that set it
     pub cl_new: Vec<f64>,
     pub cl_ep: Vec<u32>,
@@ -331,22 +381,11 @@ pub struct Sim {
     pub cl_ta: BlockMin,
     pub cl_tb: BlockMin,
     // bundles
-    /// per bundle: [its owner, its number of flows] (a class's rate change reads both
-    /// per bundle, and `b_flows[b].len()` would be a cache miss on the list's header)
-    pub b_own: Vec<[u32; 2]>,
-    pub b_cls: Vec<u32>,
-    /// the cell counting its flows while it is in a class (NONE otherwise)
-    pub b_cell: Vec<u32>,
-    /// in its class's clock: the clock when its flows finish; pending (no class): the
-    /// bytes each flow has left
-    pub b_key: Vec<f64>,
-    pub b_tol: Vec<f64>,
+    /// per bundle, its fields but its flow list, in one cache line (`Bun`)
+    pub bn: Vec<Bun>,
     pub b_flows: Vec<Vec<u32>>,
-    pub b_hpos: Vec<u32>,
-    pub b_opos: Vec<u32>,
     pub free_b: Vec<u32>,
     pub pending: Vec<u32>,
-    pub b_pend: Vec<bool>,
     /// scratch: (bundle, class) -> the bundle its flows moved to at this event
     pub split: IdMap<u32>,
     // levels
@@ -462,7 +501,8 @@ impl Sim {
             width,
             maxtol,
             f_grp: vec![NONE; nf],
-            f_gpos: vec![NONE; nf],
+            p_flows: vec![Vec::new(); n_paths],
+            f_ppos: vec![NONE; nf],
             f_bun: vec![NONE; nf],
             f_bpos: vec![NONE; nf],
             f_opos: vec![NONE; nf],
@@ -481,7 +521,6 @@ impl Sim {
             p_grp: vec![PathGroups::default(); n_paths],
             gh: Vec::new(),
             g_p2: Vec::new(),
-            g_flows: Vec::new(),
             seen: 0,
             is_last: vec![false; nl],
             path_last: Vec::new(),
@@ -501,6 +540,7 @@ impl Sim {
             ce: Vec::new(),
             free_ce: Vec::new(),
             cmap: IdMap::default(),
+            cm_last: (u64::MAX, NONE),
             cl_new: Vec::new(),
             cl_ep: Vec::new(),
             cl_touched: Vec::new(),
@@ -509,17 +549,10 @@ impl Sim {
             rt_list: Vec::new(),
             cl_ta: BlockMin::default(),
             cl_tb: BlockMin::default(),
-            b_own: Vec::new(),
-            b_cls: Vec::new(),
-            b_cell: Vec::new(),
-            b_key: Vec::new(),
-            b_tol: Vec::new(),
+            bn: Vec::new(),
             b_flows: Vec::new(),
-            b_hpos: Vec::new(),
-            b_opos: Vec::new(),
             free_b: Vec::new(),
             pending: Vec::new(),
-            b_pend: Vec::new(),
             split: IdMap::default(),
             lv: Vec::new(),
             lmap: IdMap::default(),
@@ -624,7 +657,7 @@ impl Sim {
     #[inline]
     pub fn flow_rate(&self, f: usize) -> f64 {
         let k = self.gh[self.f_grp[f] as usize].cls;
-        if k == NONE || self.b_cls[self.f_bun[f] as usize] == NONE {
+        if k == NONE || self.bn[self.f_bun[f] as usize].cls == NONE {
             0.0
         } else {
             self.cl_rate[k as usize]
@@ -787,8 +820,8 @@ impl Sim {
     fn retime(&mut self, k: usize) {
         let r = self.cl_rate[k];
         let (a, b) = match self.cl_heap[k].top() {
-            Some(b) if r > 0.0 => {
-                let ta = self.cl_t0[k] + (self.b_key[b as usize] - self.cl_x0[k]) / r;
+            Some((key, _)) if r > 0.0 => {
+                let ta = self.cl_t0[k] + (key - self.cl_x0[k]) / r;
                 (ta, ta - self.maxtol / r)
             }
             _ => (f64::INFINITY, f64::INFINITY),
@@ -840,7 +873,11 @@ impl Sim {
     /// The cell of owner `o` in class `k` (made, empty, if none).
     fn cell_of(&mut self, k: usize, o: usize) -> u32 {
         let key = (k as u64) << 32 | o as u64;
+        if self.cm_last.0 == key {
+            return self.cm_last.1;
+        }
         if let Some(&c) = self.cmap.get(&key) {
+            self.cm_last = (key, c);
             return c;
         }
         let c = match self.free_ce.pop() {
@@ -853,6 +890,7 @@ impl Sim {
         self.ce[c as usize] = Cell { own: o as u32, n: 0, pos: self.cl_cells[k].len() as u32 };
         self.cl_cells[k].push(c);
         self.cmap.insert(key, c);
+        self.cm_last = (key, c);
         c
     }
 
@@ -869,7 +907,11 @@ impl Sim {
         if let Some(&moved) = list.get(i) {
             self.ce[moved as usize].pos = i as u32;
         }
-        self.cmap.remove(&((k as u64) << 32 | self.ce[cu].own as u64));
+        let key = (k as u64) << 32 | self.ce[cu].own as u64;
+        self.cmap.remove(&key);
+        if self.cm_last.0 == key {
+            self.cm_last = (u64::MAX, NONE);
+        }
         self.free_ce.push(c);
     }
 
@@ -878,38 +920,32 @@ impl Sim {
         let b = match self.free_b.pop() {
             Some(b) => b as usize,
             None => {
-                self.b_own.push([0, 0]);
-                self.b_cls.push(NONE);
-                self.b_cell.push(NONE);
-                self.b_key.push(0.0);
-                self.b_tol.push(0.0);
+                self.bn.push(Bun::default());
                 self.b_flows.push(Vec::new());
-                self.b_hpos.push(NONE);
-                self.b_opos.push(NONE);
-                self.b_pend.push(false);
-                self.b_own.len() - 1
+                self.bn.len() - 1
             }
         };
-        self.b_own[b] = [o as u32, 0];
-        self.b_cls[b] = NONE;
-        self.b_tol[b] = tol;
+        self.bn[b].own = o as u32;
+        self.bn[b].n = 0;
+        self.bn[b].cls = NONE;
+        self.bn[b].tol = tol;
         self.b_flows[b].clear();
-        self.b_opos[b] = self.o_buns[o].len() as u32;
+        self.bn[b].opos = self.o_buns[o].len() as u32;
         self.o_buns[o].push(b as u32);
         b
     }
 
     fn free_bundle(&mut self, b: usize) {
-        debug_assert!(self.b_flows[b].is_empty() && self.b_cls[b] == NONE);
-        let o = self.b_own[b][0] as usize;
-        let i = self.b_opos[b] as usize;
+        debug_assert!(self.b_flows[b].is_empty() && self.bn[b].cls == NONE);
+        let o = self.bn[b].own as usize;
+        let i = self.bn[b].opos as usize;
         let list = &mut self.o_buns[o];
         let last = *list.last().unwrap();
         list.swap_remove(i);
         if i < list.len() {
-            self.b_opos[last as usize] = i as u32;
+            self.bn[last as usize].opos = i as u32;
         }
-        self.b_opos[b] = NONE;
+        self.bn[b].opos = NONE;
         self.free_b.push(b as u32);
     }
 
@@ -917,7 +953,7 @@ impl Sim {
         self.f_bun[f] = b as u32;
         self.f_bpos[f] = self.b_flows[b].len() as u32;
         self.b_flows[b].push(f as u32);
-        self.b_own[b][1] += 1;
+        self.bn[b].n += 1;
     }
 
     /// Take flow `f` out of its bundle (the bundle stays, maybe empty).
@@ -931,42 +967,40 @@ impl Sim {
             self.f_bpos[last as usize] = i as u32;
         }
         self.f_bun[f] = NONE;
-        self.b_own[b][1] -= 1;
+        self.bn[b].n -= 1;
         b
     }
 
     /// Put bundle `b` (holding `rem` bytes per flow) in class `k` at `t`.
     fn class_bundle(&mut self, b: usize, k: usize, rem: f64, t: f64) {
-        self.b_cls[b] = k as u32;
-        self.b_key[b] = self.clock(k, t) + rem;
-        let (key, pos) = (&self.b_key, &mut self.b_hpos);
-        self.cl_heap[k].push(b as u32, key, pos);
+        self.bn[b].cls = k as u32;
+        self.bn[b].key = self.clock(k, t) + rem;
+        self.cl_heap[k].push(b as u32, self.bn[b].key, &mut self.bn[..]);
         self.mark_retime(k);
-        let [o, n] = self.b_own[b];
+        let (o, n) = (self.bn[b].own, self.bn[b].n);
         let c = self.cell_of(k, o as usize);
         self.ce[c as usize].n += n;
-        self.b_cell[b] = c;
+        self.bn[b].cell = c;
         self.owner_move(o as usize, n, 0.0, self.cl_rate[k]);
     }
 
     /// Take bundle `b` out of its class at `t`: it keeps the bytes its flows have left.
     fn unclass_bundle(&mut self, b: usize, t: f64) {
-        let k = self.b_cls[b] as usize;
-        let rem = self.b_key[b] - self.clock(k, t);
-        let (key, pos) = (&self.b_key, &mut self.b_hpos);
-        self.cl_heap[k].remove(b as u32, key, pos);
+        let k = self.bn[b].cls as usize;
+        let rem = self.bn[b].key - self.clock(k, t);
+        self.cl_heap[k].remove(b as u32, &mut self.bn[..]);
         self.mark_retime(k);
-        let [o, n] = self.b_own[b];
-        self.cell_sub(self.b_cell[b], k, n);
-        self.b_cell[b] = NONE;
+        let (o, n) = (self.bn[b].own, self.bn[b].n);
+        self.cell_sub(self.bn[b].cell, k, n);
+        self.bn[b].cell = NONE;
         self.owner_move(o as usize, n, self.cl_rate[k], 0.0);
-        self.b_cls[b] = NONE;
-        self.b_key[b] = rem;
+        self.bn[b].cls = NONE;
+        self.bn[b].key = rem;
     }
 
     fn mark_pending(&mut self, b: usize) {
-        if !self.b_pend[b] {
-            self.b_pend[b] = true;
+        if !self.bn[b].pend {
+            self.bn[b].pend = true;
             self.pending.push(b as u32);
         }
     }
@@ -992,12 +1026,16 @@ impl Sim {
             self.prefetch_chg(&chg, gi);
             let g = g as usize;
             let k2 = self.gh[g].cls;
+            let p = self.gh[g].path as usize;
             let mut i = 0;
-            while i < self.g_flows[g].len() {
-                let f = self.g_flows[g][i] as usize;
+            while i < self.p_flows[p].len() {
+                let f = self.p_flows[p][i] as usize;
                 i += 1;
+                if self.f_grp[f] != g as u32 {
+                    continue; // in another level
+                }
                 let b = self.f_bun[f] as usize;
-                let k1 = self.b_cls[b];
+                let k1 = self.bn[b].cls;
                 if k1 == NONE || k1 == k2 {
                     continue;
                 }
@@ -1005,39 +1043,37 @@ impl Sim {
                 let nb = match self.split.get(&key) {
                     Some(&nb) => nb as usize,
                     None => {
-                        let o = self.b_own[b][0] as usize;
-                        let nb = self.new_bundle(o, self.b_tol[b]);
-                        let rem = self.b_key[b] - self.clock(k1 as usize, t);
+                        let o = self.bn[b].own as usize;
+                        let nb = self.new_bundle(o, self.bn[b].tol);
+                        let rem = self.bn[b].key - self.clock(k1 as usize, t);
                         self.split.insert(key, nb as u32);
                         made.push((nb as u32, rem));
-                        self.b_cls[nb] = k2;
-                        self.b_cell[nb] = self.cell_of(k2 as usize, o);
+                        self.bn[nb].cls = k2;
+                        self.bn[nb].cell = self.cell_of(k2 as usize, o);
                         nb
                     }
                 };
                 count!(n::REBUNDLED, 1);
                 self.bundle_take(f);
                 self.bundle_add(nb, f);
-                let o = self.b_own[b][0] as usize;
-                self.ce[self.b_cell[nb] as usize].n += 1;
-                self.cell_sub(self.b_cell[b], k1 as usize, 1);
+                let o = self.bn[b].own as usize;
+                self.ce[self.bn[nb].cell as usize].n += 1;
+                self.cell_sub(self.bn[b].cell, k1 as usize, 1);
                 self.owner_move(o, 1, self.cl_rate[k1 as usize], self.cl_rate[k2 as usize]);
                 if self.b_flows[b].is_empty() {
-                    let (key, pos) = (&self.b_key, &mut self.b_hpos);
-                    self.cl_heap[k1 as usize].remove(b as u32, key, pos);
+                    self.cl_heap[k1 as usize].remove(b as u32, &mut self.bn[..]);
                     self.mark_retime(k1 as usize);
-                    self.b_cls[b] = NONE;
-                    self.b_cell[b] = NONE;
+                    self.bn[b].cls = NONE;
+                    self.bn[b].cell = NONE;
                     self.free_bundle(b);
                 }
             }
         }
         for &(nb, rem) in &made {
             let nb = nb as usize;
-            let k = self.b_cls[nb] as usize;
-            self.b_key[nb] = self.clock(k, t) + rem;
-            let (key, pos) = (&self.b_key, &mut self.b_hpos);
-            self.cl_heap[k].push(nb as u32, key, pos);
+            let k = self.bn[nb].cls as usize;
+            self.bn[nb].key = self.clock(k, t) + rem;
+            self.cl_heap[k].push(nb as u32, self.bn[nb].key, &mut self.bn[..]);
             self.mark_retime(k);
         }
         self.g_chg = chg;
@@ -1047,17 +1083,17 @@ impl Sim {
         for (pi, &b) in pend.iter().enumerate() {
             self.prefetch_pending(&pend, pi);
             let b = b as usize;
-            self.b_pend[b] = false;
+            self.bn[b].pend = false;
             if self.b_flows[b].is_empty() {
-                if self.b_cls[b] == NONE && self.b_opos[b] != NONE {
+                if self.bn[b].cls == NONE && self.bn[b].opos != NONE {
                     self.free_bundle(b);
                 }
                 continue;
             }
-            if self.b_cls[b] != NONE {
+            if self.bn[b].cls != NONE {
                 continue;
             }
-            let rem = self.b_key[b];
+            let rem = self.bn[b].key;
             let f0 = self.b_flows[b][0] as usize;
             let k0 = self.gh[self.f_grp[f0] as usize].cls;
             let mut i = 0;
@@ -1075,9 +1111,9 @@ impl Sim {
                 let nb = match self.split.get(&(k as u64)) {
                     Some(&nb) => nb as usize,
                     None => {
-                        let o = self.b_own[b][0] as usize;
-                        let nb = self.new_bundle(o, self.b_tol[b]);
-                        self.b_key[nb] = rem;
+                        let o = self.bn[b].own as usize;
+                        let nb = self.new_bundle(o, self.bn[b].tol);
+                        self.bn[nb].key = rem;
                         self.split.insert(k as u64, nb as u32);
                         nb
                     }
@@ -1115,16 +1151,14 @@ impl Sim {
         if let Some(&b) = pend.get(i + 3 * AHEAD) {
             let b = b as usize;
             prefetch(&self.b_flows, b);
-            prefetch(&self.b_own, b);
-            prefetch(&self.b_cls, b);
-            prefetch(&self.b_key, b);
+            prefetch(&self.bn, b);
         }
         if let Some(&b) = pend.get(i + 2 * AHEAD) {
             prefetch(&self.b_flows[b as usize], 0);
         }
         if let Some(&b) = pend.get(i + AHEAD) {
             let b = b as usize;
-            prefetch(&self.o_acc, self.b_own[b][0] as usize);
+            prefetch(&self.o_acc, self.bn[b].own as usize);
             for &f in self.b_flows[b].iter().take(4) {
                 prefetch(&self.f_grp, f as usize);
             }
@@ -1137,27 +1171,32 @@ impl Sim {
     }
 
     /// Before moving the flows of the `i`-th of the groups `chg` that changed class:
-    /// the same staged prefetch over the groups ahead (their flow lists, their flows'
-    /// bundles, those bundles' lists, whose last flow a bundle's removal reads).
+    /// the same staged prefetch over the groups ahead (their path's flow list, its
+    /// flows' groups and bundles, those bundles' lists, whose last flow a bundle's
+    /// removal reads).
     #[inline(always)]
     fn prefetch_chg(&self, chg: &[u32], i: usize) {
+        if let Some(&g) = chg.get(i + 4 * AHEAD) {
+            prefetch(&self.gh, g as usize);
+        }
         if let Some(&g) = chg.get(i + 3 * AHEAD) {
-            prefetch(&self.g_flows, g as usize);
+            prefetch(&self.p_flows, self.gh[g as usize].path as usize);
         }
         if let Some(&g) = chg.get(i + 2 * AHEAD) {
-            prefetch(&self.g_flows[g as usize], 0);
+            prefetch(&self.p_flows[self.gh[g as usize].path as usize], 0);
         }
         if let Some(&g) = chg.get(i + AHEAD) {
-            for &f in self.g_flows[g as usize].iter().take(4) {
+            for &f in self.p_flows[self.gh[g as usize].path as usize].iter().take(4) {
+                prefetch(&self.f_grp, f as usize);
                 prefetch(&self.f_bun, f as usize);
                 prefetch(&self.f_bpos, f as usize);
             }
         }
         if let Some(&g) = chg.get(i + AHEAD / 2) {
-            for &f in self.g_flows[g as usize].iter().take(4) {
+            for &f in self.p_flows[self.gh[g as usize].path as usize].iter().take(4) {
                 let b = self.f_bun[f as usize] as usize;
                 prefetch(&self.b_flows, b);
-                prefetch(&self.b_cls, b);
+                prefetch(&self.bn, b);
             }
         }
     }
@@ -1318,16 +1357,21 @@ impl Sim {
                 assert!(g < (1 << (32 - self.jbits)), "too many groups for the per-link lists");
                 self.gh.push(GHot::default());
                 self.g_p2.push((NONE, 0.0));
-                self.g_flows.push(Vec::new());
                 self.g_adjpos.extend(std::iter::repeat_n(NONE, self.width));
                 g
             }
         };
+        self.place_group(g, l, path);
+        g
+    }
+
+    /// Make group `g` (free) the group of (level slot `l`, `path`), with no weight yet:
+    /// in its level's lists and its path's groups.
+    fn place_group(&mut self, g: usize, l: usize, path: u32) {
         count!(n::GROUPS_MADE, 1);
         self.gh[g].path = path;
         self.gh[g].lvl = l as u32;
         self.gh[g].w = 0.0;
-        self.g_flows[g].clear();
         self.gh[g].cls = NONE;
         if self.width <= GLINKS {
             let (w, p) = (self.width, path as usize);
@@ -1346,9 +1390,10 @@ impl Sim {
         }
         self.p_grp[path as usize].add(l as u32, g as u32);
         self.attach(g);
-        g
     }
 
+    /// Take group `g` (no weight left) out of its level and its path's groups, to the
+    /// free list.
     fn drop_group(&mut self, g: usize) {
         let l = self.gh[g].lvl as usize;
         self.p_grp[self.gh[g].path as usize].remove(l as u32);
@@ -1404,25 +1449,15 @@ impl Sim {
     fn join(&mut self, f: usize, l: usize) {
         let g = self.group_of(l, self.inp.f_path[f]);
         self.f_grp[f] = g as u32;
-        self.f_gpos[f] = self.g_flows[g].len() as u32;
-        self.g_flows[g].push(f as u32);
         self.resize(g, 1.0);
     }
 
-    /// Take flow `f` out of its group.
+    /// Take flow `f` out of its group (a group is dropped with its last flow).
     fn leave(&mut self, f: usize) {
         let g = self.f_grp[f] as usize;
-        let i = self.f_gpos[f] as usize;
-        let list = &mut self.g_flows[g];
-        let last = *list.last().unwrap();
-        list.swap_remove(i);
-        if i < list.len() {
-            self.f_gpos[last as usize] = i as u32;
-        }
         self.f_grp[f] = NONE;
-        self.f_gpos[f] = NONE;
         self.resize(g, -1.0);
-        if self.g_flows[g].is_empty() {
+        if self.gh[g].w == 0.0 {
             self.drop_group(g);
         }
     }
@@ -1438,9 +1473,10 @@ impl Sim {
         count!(n::OWNER_MOVES, 1);
         count!(n::FLOW_MOVES, self.o_flows[o].len());
         let buns = std::mem::take(&mut self.o_buns[o]);
-        for &b in &buns {
+        for (i, &b) in buns.iter().enumerate() {
+            self.prefetch_unclass(&buns, i);
             let b = b as usize;
-            if self.b_cls[b] != NONE {
+            if self.bn[b].cls != NONE {
                 self.unclass_bundle(b, t);
             }
             self.mark_pending(b);
@@ -1458,27 +1494,51 @@ impl Sim {
     }
 
     /// Before moving the `i`-th of the flows `fl` to level slot `l`: bring near what
-    /// the moves of the flows a few places ahead will read (the groups they leave, their
-    /// flow lists, and the groups they join), in two stages so that each stage's
-    /// addresses come from lines the stage before brought. A move is a chain of cache
-    /// misses on arrays indexed by group (perf, stream on the big switch: 54 % of
-    /// `leave` waits on a group's flow list), and the moves of one unit are independent.
+    /// the moves of the flows a few places ahead will read (their group and path, the
+    /// group they leave, its path's groups by level and the group they join), in stages
+    /// so that each stage's addresses come from lines the stage before brought. A move
+    /// is a chain of cache misses on arrays indexed by flow and group, and the moves of
+    /// one unit are independent.
     #[inline(always)]
     fn prefetch_move(&self, fl: &[u32], i: usize, l: usize) {
+        if let Some(&f) = fl.get(i + 3 * AHEAD) {
+            prefetch(&self.f_grp, f as usize);
+            prefetch(&self.inp.f_path, f as usize);
+        }
         if let Some(&f) = fl.get(i + 2 * AHEAD) {
             let g = self.f_grp[f as usize] as usize;
             prefetch(&self.gh, g);
-            prefetch(&self.g_flows, g);
             prefetch(&self.p_grp, self.inp.f_path[f as usize] as usize);
         }
         if let Some(&f) = fl.get(i + AHEAD) {
             let g = self.f_grp[f as usize] as usize;
-            let list = &self.g_flows[g];
-            prefetch(list, list.len().wrapping_sub(1));
+            let h = &self.gh[g];
+            if h.w == 1.0 {
+                // its group goes with it: its place in its level's lists
+                prefetch(&self.g_adjpos, g * self.width);
+                prefetch(&self.lv[h.lvl as usize].groups, h.lpos as usize);
+            }
             let g2 = self.p_grp[self.inp.f_path[f as usize] as usize].find(l as u32);
             if g2 != NONE {
                 prefetch(&self.gh, g2 as usize);
-                prefetch(&self.g_flows, g2 as usize);
+            }
+        }
+    }
+
+    /// Before taking the `i`-th of an owner's bundles `buns` out of its class: the
+    /// bundles a few places ahead (their class, owner and flow count, key, heap place and
+    /// cell), then their cells. An owner's bundles lie anywhere in the per-bundle arrays
+    /// (perf: 12 % of `move_owner` stalled on each bundle's first loads).
+    #[inline(always)]
+    fn prefetch_unclass(&self, buns: &[u32], i: usize) {
+        if let Some(&b) = buns.get(i + 2 * AHEAD) {
+            let b = b as usize;
+            prefetch(&self.bn, b);
+        }
+        if let Some(&b) = buns.get(i + AHEAD) {
+            let c = self.bn[b as usize].cell;
+            if c != NONE {
+                prefetch(&self.ce, c as usize);
             }
         }
     }
@@ -1512,6 +1572,8 @@ impl Sim {
             }
             self.f_opos[f] = self.o_flows[o].len() as u32;
             self.o_flows[o].push(f as u32);
+            let p = self.inp.f_path[f] as usize;
+            enlist(&mut self.p_flows[p], &mut self.f_ppos, f);
             let l = self.level_of(self.o_key[o]);
             self.join(f, l);
             let sb = size.to_bits();
@@ -1519,7 +1581,7 @@ impl Sim {
                 Some(m) => m.2 as usize,
                 None => {
                     let b = self.new_bundle(o, self.tol(f));
-                    self.b_key[b] = size;
+                    self.bn[b].key = size;
                     self.mark_pending(b);
                     made.push((o as u32, sb, b as u32));
                     b
@@ -1599,14 +1661,14 @@ impl Sim {
             }
             let bound = self.clock(k, horizon) + self.maxtol;
             look.clear();
-            self.cl_heap[k].at_most(bound, &self.b_key, &mut look);
+            self.cl_heap[k].at_most(bound, &mut look);
             let x = self.clock(k, t);
             let xp = self.clock(k, t_prev);
             for &b in &look {
-                let key = self.b_key[b as usize];
+                let key = self.bn[b as usize].key;
                 let tf = (key - xp) / r;
                 let at = self.cl_t0[k] + (key - self.cl_x0[k]) / r;
-                if due(key - x, self.b_tol[b as usize], tf, at, t_prev, t) {
+                if due(key - x, self.bn[b as usize].tol, tf, at, t_prev, t) {
                     due_b.push(b);
                 }
             }
@@ -1614,27 +1676,28 @@ impl Sim {
         count!(n::BUNDLES_DONE, due_b.len());
         for &b in &due_b {
             let b = b as usize;
-            let k = self.b_cls[b] as usize;
-            let (key, pos) = (&self.b_key, &mut self.b_hpos);
-            self.cl_heap[k].remove(b as u32, key, pos);
+            let k = self.bn[b].cls as usize;
+            self.cl_heap[k].remove(b as u32, &mut self.bn[..]);
             self.mark_retime(k);
-            let o = self.b_own[b][0] as usize;
+            let o = self.bn[b].own as usize;
             let fl = std::mem::take(&mut self.b_flows[b]);
-            self.cell_sub(self.b_cell[b], k, fl.len() as u32);
-            self.b_cell[b] = NONE;
+            self.cell_sub(self.bn[b].cell, k, fl.len() as u32);
+            self.bn[b].cell = NONE;
             self.owner_move(o, fl.len() as u32, self.cl_rate[k], 0.0);
             for &f in &fl {
                 let f = f as usize;
                 count!(n::FLOWS_DONE, 1);
                 self.f_bun[f] = NONE;
                 self.leave(f);
+                let p = self.inp.f_path[f] as usize;
+                unlist(&mut self.p_flows[p], &mut self.f_ppos, f);
                 self.drop_owner_flow(f, o);
                 fin.push(f as u32);
             }
             self.b_flows[b] = fl;
             self.b_flows[b].clear();
-            self.b_own[b][1] = 0;
-            self.b_cls[b] = NONE;
+            self.bn[b].n = 0;
+            self.bn[b].cls = NONE;
             self.free_bundle(b);
         }
         self.flush_retime();

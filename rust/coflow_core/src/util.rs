@@ -137,108 +137,119 @@ impl BlockMin {
     }
 }
 
-/// A min-heap of ids by key (`key[id]`), with each id's place kept in `pos[id]` (NONE
-/// when not in a heap), so that any id can leave or change key in O(log n). The keys
-/// and places live in the caller's arrays (one per id, shared by many heaps).
+/// Where each id of an `IdHeap` is in it (NONE when in none): the caller's per-id place.
+pub trait Places {
+    fn place_of(&self, id: u32) -> u32;
+    fn set_place(&mut self, id: u32, i: u32);
+}
+
+/// A min-heap of ids by key, ties by id, with each id's place kept by the caller (`Places`;
+/// NONE when not in a heap), so that any id can leave in O(log n). An entry holds its id's
+/// key, which does not change while the id is in the heap, so that sifting compares
+/// entries without reading the caller's per-id arrays (a bundle's key was a cache miss
+/// per heap level visited: perf, stream on the big switch, 9 % of the samples in `up`
+/// and `remove`); the places live in the caller's array (one per id, shared by many
+/// heaps).
 #[derive(Default, Clone)]
 pub struct IdHeap {
-    pub ids: Vec<u32>,
+    pub e: Vec<(f64, u32)>,
 }
 
 impl IdHeap {
     #[cfg(feature = "counts")]
     #[inline]
     pub fn len(&self) -> usize {
-        self.ids.len()
+        self.e.len()
     }
 
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
+        self.e.is_empty()
+    }
+
+    /// The least entry: (key, id).
+    #[inline]
+    pub fn top(&self) -> Option<(f64, u32)> {
+        self.e.first().copied()
     }
 
     #[inline]
-    pub fn top(&self) -> Option<u32> {
-        self.ids.first().copied()
+    fn less(a: (f64, u32), b: (f64, u32)) -> bool {
+        a.0 < b.0 || (a.0 == b.0 && a.1 < b.1)
     }
 
-    #[inline]
-    fn less(key: &[f64], a: u32, b: u32) -> bool {
-        let (x, y) = (key[a as usize], key[b as usize]);
-        x < y || (x == y && a < b)
-    }
-
-    fn up(&mut self, mut i: usize, key: &[f64], pos: &mut [u32]) {
-        let x = self.ids[i];
+    fn up<P: Places + ?Sized>(&mut self, mut i: usize, pos: &mut P) {
+        let x = self.e[i];
         while i > 0 {
             let p = (i - 1) / 2;
-            let y = self.ids[p];
-            if !Self::less(key, x, y) {
+            let y = self.e[p];
+            if !Self::less(x, y) {
                 break;
             }
-            self.ids[i] = y;
-            pos[y as usize] = i as u32;
+            self.e[i] = y;
+            pos.set_place(y.1, i as u32);
             i = p;
         }
-        self.ids[i] = x;
-        pos[x as usize] = i as u32;
+        self.e[i] = x;
+        pos.set_place(x.1, i as u32);
     }
 
-    fn down(&mut self, mut i: usize, key: &[f64], pos: &mut [u32]) {
-        let n = self.ids.len();
-        let x = self.ids[i];
+    fn down<P: Places + ?Sized>(&mut self, mut i: usize, pos: &mut P) {
+        let n = self.e.len();
+        let x = self.e[i];
         loop {
             let l = 2 * i + 1;
             if l >= n {
                 break;
             }
             let r = l + 1;
-            let c = if r < n && Self::less(key, self.ids[r], self.ids[l]) { r } else { l };
-            let y = self.ids[c];
-            if !Self::less(key, y, x) {
+            let c = if r < n && Self::less(self.e[r], self.e[l]) { r } else { l };
+            let y = self.e[c];
+            if !Self::less(y, x) {
                 break;
             }
-            self.ids[i] = y;
-            pos[y as usize] = i as u32;
+            self.e[i] = y;
+            pos.set_place(y.1, i as u32);
             i = c;
         }
-        self.ids[i] = x;
-        pos[x as usize] = i as u32;
+        self.e[i] = x;
+        pos.set_place(x.1, i as u32);
     }
 
-    pub fn push(&mut self, id: u32, key: &[f64], pos: &mut [u32]) {
-        self.ids.push(id);
-        let i = self.ids.len() - 1;
-        self.up(i, key, pos);
+    /// Add `id` with key `key`.
+    pub fn push<P: Places + ?Sized>(&mut self, id: u32, key: f64, pos: &mut P) {
+        self.e.push((key, id));
+        let i = self.e.len() - 1;
+        self.up(i, pos);
     }
 
-    pub fn remove(&mut self, id: u32, key: &[f64], pos: &mut [u32]) {
-        let i = pos[id as usize] as usize;
-        pos[id as usize] = NONE;
-        let last = self.ids.pop().unwrap();
-        if i < self.ids.len() {
-            self.ids[i] = last;
-            pos[last as usize] = i as u32;
-            self.up(i, key, pos);
-            let j = pos[last as usize] as usize;
-            self.down(j, key, pos);
+    pub fn remove<P: Places + ?Sized>(&mut self, id: u32, pos: &mut P) {
+        let i = pos.place_of(id) as usize;
+        pos.set_place(id, NONE);
+        let last = self.e.pop().unwrap();
+        if i < self.e.len() {
+            self.e[i] = last;
+            pos.set_place(last.1, i as u32);
+            self.up(i, pos);
+            let j = pos.place_of(last.1) as usize;
+            self.down(j, pos);
         }
     }
 
     /// Every id whose key is at most `h`, into `out` (any order).
-    pub fn at_most(&self, h: f64, key: &[f64], out: &mut Vec<u32>) {
+    pub fn at_most(&self, h: f64, out: &mut Vec<u32>) {
         let mut stack: Vec<usize> = Vec::new();
-        if !self.ids.is_empty() {
+        if !self.e.is_empty() {
             stack.push(0);
         }
         while let Some(i) = stack.pop() {
-            let id = self.ids[i];
-            if key[id as usize] > h {
+            let (key, id) = self.e[i];
+            if key > h {
                 continue;
             }
             out.push(id);
             for c in [2 * i + 1, 2 * i + 2] {
-                if c < self.ids.len() {
+                if c < self.e.len() {
                     stack.push(c);
                 }
             }
