@@ -97,11 +97,10 @@ class ManagedJob:
         TaskManagers last reported them (:func:`~streamband.flink.profiler.source_pending`)."""
         return source_pending(tm_reports(read_snapshot(self.snapshot), self.job), self.place)
 
-    def stores(self, snap: dict[str, Any] | None = None) -> dict[str, dict[str, float]]:
+    def stores(self, snap: dict[str, Any]) -> dict[str, dict[str, float]]:
         """Per join input (summed over the job's tasks) what waits in its joins' own stores,
-        as the TaskManagers reported them in ``snap`` (default: the receiver's latest
-        snapshot; :func:`~streamband.loop.reports.store_totals`)."""
-        snap = read_snapshot(self.snapshot) if snap is None else snap
+        as the TaskManagers reported them in the receiver's snapshot ``snap``
+        (:func:`~streamband.loop.reports.store_totals`)."""
         return store_totals(store for rep in tm_reports(snap, self.job).values()
                             for task in (rep.get("tasks") or {}).values()
                             for store in ((task or {}).get("stores") or {}).values())
