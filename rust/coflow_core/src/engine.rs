@@ -871,8 +871,14 @@ impl Sim {
     }
 
     /// The cell of owner `o` in class `k` (made, empty, if none).
+    /// The key of the cell of (class `k`, owner `o`) in `cmap` and `cm_last`.
+    #[inline(always)]
+    fn cell_key(k: usize, o: u32) -> u64 {
+        (k as u64) << 32 | o as u64
+    }
+
     fn cell_of(&mut self, k: usize, o: usize) -> u32 {
-        let key = (k as u64) << 32 | o as u64;
+        let key = Self::cell_key(k, o as u32);
         if self.cm_last.0 == key {
             return self.cm_last.1;
         }
@@ -907,7 +913,7 @@ impl Sim {
         if let Some(&moved) = list.get(i) {
             self.ce[moved as usize].pos = i as u32;
         }
-        let key = (k as u64) << 32 | self.ce[cu].own as u64;
+        let key = Self::cell_key(k, self.ce[cu].own);
         self.cmap.remove(&key);
         if self.cm_last.0 == key {
             self.cm_last = (u64::MAX, NONE);
