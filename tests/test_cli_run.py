@@ -94,3 +94,31 @@ def test_the_journal_keeps_every_row_as_its_run_ends(tmp_path):
     assert [(r["policy"], r["repeat"]) for r in rows] == [
         (r["policy"], r["repeat"]) for r in done[0].rows]
     assert rows[0]["throughput_tps"] == pytest.approx(done[0].rows[0]["throughput_tps"])
+
+
+def test_execute_warm_runs_one_window_per_case_and_keeps_none_of_it(tmp_path):
+    """``warm``: each case runs one window of its first policy before its repetitions,
+    kept neither in the records nor in the journal."""
+    from rich.console import Console
+
+    from streamband.backends import backend
+    from streamband.experiments.runner import execute
+    from streamband.model.spec import parse_spec
+
+    class CountingRunner(backend("sim").Runner):  # the simulator, its calls counted
+        calls: list[str] = []
+
+        def run(self, spec, case, policy, *a, **k):
+            self.calls.append(policy)
+            return super().run(spec, case, policy, *a, **k)
+
+    spec = parse_spec(small_spec())
+    runner = CountingRunner()
+    journal = tmp_path / "rows.jsonl"
+    done = execute([spec], runner, Console(quiet=True), repeat=2, journal=journal,
+                   warm=True)
+    cases = len(done[0].cases)
+    assert len(runner.calls) == cases * (1 + 2 * len(spec.policies))
+    assert runner.calls[0] == spec.policies[0]
+    assert len(done[0].records) == cases * 2 * len(spec.policies)
+    assert len(journal.read_text().splitlines()) == cases * 2 * len(spec.policies)

@@ -84,11 +84,13 @@ class Done:
 
 
 def execute(specs: list[ExperimentSpec], runner: Runner, console: Console,
-            repeat: int = 1, journal: Path | None = None) -> list[Done]:
+            repeat: int = 1, journal: Path | None = None, warm: bool = False) -> list[Done]:
     """Plan every spec, check every case on the runner, then run them all
     (``repeat`` times each on a noisy backend; every repetition is a row). With
     ``journal``, each row is also appended there (JSON lines) as its run ends, so a long
-    real run stopped part-way keeps what it measured."""
+    real run stopped part-way keeps what it measured. With ``warm``, each case first runs
+    one window of its first policy that is not kept (a real engine's first job on a fresh
+    cluster runs on cold JVMs)."""
     planned = [Done(spec, plan(spec)) for spec in specs]
     for d in planned:
         for case in d.cases:
@@ -96,7 +98,7 @@ def execute(specs: list[ExperimentSpec], runner: Runner, console: Console,
     if journal is not None:
         journal.parent.mkdir(parents=True, exist_ok=True)
         journal.write_text("")  # this run's rows only
-    total = repeat * sum(len(d.cases) * len(d.spec.policies) for d in planned)
+    total = sum(len(d.cases) * (repeat * len(d.spec.policies) + warm) for d in planned)
     with Progress(
         TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
         TimeElapsedColumn(), console=console, transient=False,
@@ -105,6 +107,14 @@ def execute(specs: list[ExperimentSpec], runner: Runner, console: Console,
         for d in planned:
             for case in d.cases:
                 reference: list[int] | None = None
+                if warm:
+                    label = (f"{d.spec.app.name} {case.placement} {case.network.name} "
+                             f"{case.bandwidth_mbps:g} Mbit/s warm-up (not kept)")
+                    task = bar.add_task(label, total=1.0)
+                    runner.run(d.spec, case, d.spec.policies[0],
+                               lambda f, t=task: bar.update(t, completed=f), None)
+                    bar.update(task, completed=1.0, visible=False)
+                    bar.advance(overall)
                 for rep in range(repeat):
                     # alternate the order across repetitions: on a real engine a policy
                     # that runs second inherits the tuples the first left queued
