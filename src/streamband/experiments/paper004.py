@@ -119,17 +119,17 @@ REASONS = {
 }
 
 
-#: CPU seconds of each whole-trace run on this machine kind (issue 36; stream and aalo
-#: on the fat-trees projected from their first 20,000-120,000 events), so that the
+#: CPU seconds of each whole-trace run on this machine kind (issue 36; on the fat-trees
+#: stream, stream-oracle and aalo projected from their first events), so that the
 #: longest start first and the two workers end together; unlisted runs count 100 s
 WHOLE_TRACE_CPU_S = {
-    ("stream", "fat_tree:k=8"): 4000, ("stream-oracle", "fat_tree:k=8"): 4000,
-    ("stream", "fat_tree:k=16"): 2000, ("stream-oracle", "fat_tree:k=16"): 2000,
-    ("aalo", "fat_tree:k=16"): 800, ("stream", "big_switch"): 350,
-    ("stream-oracle", "big_switch"): 300, ("aalo", "fat_tree:k=8"): 300,
-    ("fs", "fat_tree:k=16"): 140, ("baraat", "fat_tree:k=16"): 140,
-    ("baraat", "fat_tree:k=8"): 120, ("aalo", "big_switch"): 40,
-    ("fs", "fat_tree:k=8"): 40, ("baraat", "big_switch"): 7, ("fs", "big_switch"): 7,
+    ("stream", "fat_tree:k=16"): 1300, ("stream-oracle", "fat_tree:k=8"): 760,
+    ("stream", "fat_tree:k=8"): 670, ("stream-oracle", "fat_tree:k=16"): 450,
+    ("aalo", "fat_tree:k=16"): 430, ("stream", "big_switch"): 160,
+    ("stream-oracle", "big_switch"): 150, ("aalo", "fat_tree:k=8"): 130,
+    ("baraat", "fat_tree:k=8"): 37, ("fs", "fat_tree:k=16"): 26,
+    ("baraat", "fat_tree:k=16"): 24, ("aalo", "big_switch"): 30,
+    ("fs", "fat_tree:k=8"): 14, ("fs", "big_switch"): 6, ("baraat", "big_switch"): 3,
 }
 
 
