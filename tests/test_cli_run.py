@@ -106,7 +106,9 @@ def test_execute_warm_runs_one_window_per_case_and_keeps_none_of_it(tmp_path):
     from streamband.model.spec import parse_spec
 
     class CountingRunner(backend("sim").Runner):  # the simulator, its calls counted
-        calls: list[str] = []
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls: list[str] = []
 
         def run(self, spec, case, policy, *a, **k):
             self.calls.append(policy)

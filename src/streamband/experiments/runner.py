@@ -104,34 +104,34 @@ def execute(specs: list[ExperimentSpec], runner: Runner, console: Console,
         TimeElapsedColumn(), console=console, transient=False,
     ) as bar, runner:
         overall = bar.add_task(f"all runs ({runner.name})", total=total)
+
+        def window(spec: ExperimentSpec, case: Case, policy: str, tag: str,
+                   reference: list[int] | None) -> RunRecord:
+            """One run of ``policy`` on ``case``, with its own progress bar."""
+            task = bar.add_task(f"{spec.app.name} {case.placement} {case.network.name} "
+                                f"{case.bandwidth_mbps:g} Mbit/s {tag}", total=1.0)
+            rec = runner.run(spec, case, policy,
+                             lambda f, t=task: bar.update(t, completed=f), reference)
+            bar.update(task, completed=1.0, visible=False)
+            bar.advance(overall)
+            return rec
+
         for d in planned:
             for case in d.cases:
                 reference: list[int] | None = None
                 if warm:
-                    label = (f"{d.spec.app.name} {case.placement} {case.network.name} "
-                             f"{case.bandwidth_mbps:g} Mbit/s warm-up (not kept)")
-                    task = bar.add_task(label, total=1.0)
-                    runner.run(d.spec, case, d.spec.policies[0],
-                               lambda f, t=task: bar.update(t, completed=f), None)
-                    bar.update(task, completed=1.0, visible=False)
-                    bar.advance(overall)
+                    window(d.spec, case, d.spec.policies[0], "warm-up (not kept)", None)
                 for rep in range(repeat):
                     # alternate the order across repetitions: on a real engine a policy
                     # that runs second inherits the tuples the first left queued
                     order = d.spec.policies if rep % 2 == 0 else d.spec.policies[::-1]
                     for policy in order:
-                        label = (f"{d.spec.app.name} {case.placement} {case.network.name} "
-                                 f"{case.bandwidth_mbps:g} Mbit/s {policy}"
-                                 + (f" #{rep + 1}" if repeat > 1 else ""))
-                        task = bar.add_task(label, total=1.0)
-                        rec = runner.run(d.spec, case, policy,
-                                         lambda f, t=task: bar.update(t, completed=f),
-                                         reference)
+                        rec = window(d.spec, case, policy,
+                                     policy + (f" #{rep + 1}" if repeat > 1 else ""),
+                                     reference)
                         rec.row["repeat"] = rep
                         if policy == "tcp" and reference is None:
                             reference = rec.bottleneck_links
-                        bar.update(task, completed=1.0, visible=False)
-                        bar.advance(overall)
                         d.records.append(rec)
                         if journal is not None:
                             with journal.open("a") as f:
