@@ -76,7 +76,7 @@ PENDING_HELP = ("storm: Storm's topology.max.spout.pending, tuples a spout task 
 
 SCALE_HELP = ("storm: run the spec at 1/S of its tuples, each S times the bytes (the links "
               "carry the spec's bytes/s; for machines whose cores cannot process the spec's "
-              "tuple rate) (default: 1; bench paper-000: TT 10, TI 2, Kafka-fed TI 4)")
+              "tuple rate) (default: 1; bench paper-000: TT 10, TI 2, Kafka-fed TI 8)")
 
 
 SOURCE_HELP = ("storm: the topologies' sources: spout (their own paced spouts, the "
