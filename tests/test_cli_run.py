@@ -124,3 +124,15 @@ def test_execute_warm_runs_one_window_per_case_and_keeps_none_of_it(tmp_path):
     assert runner.calls[0] == spec.policies[0]
     assert len(done[0].records) == cases * 2 * len(spec.policies)
     assert len(journal.read_text().splitlines()) == cases * 2 * len(spec.policies)
+
+
+@pytest.mark.parametrize("name", ["testbed", "storm", "flink"])
+def test_dt_reaches_each_real_runner(tmp_path, name):
+    """``--dt`` is the manager loop's Δt of the runner a real bench or run builds."""
+    from streamband.backends import backend
+    from streamband.cli import _options
+
+    opts = _options(name, None, 1, dt=2.5)
+    runner = backend(name).Runner(tmp_path, seconds=30.0, **opts.engine())
+    assert runner.dt == 2.5
+    assert backend(name).Runner(tmp_path, seconds=30.0).dt == 1.0

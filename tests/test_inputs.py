@@ -272,6 +272,10 @@ PATHS = _paths(tiny_spec())
     ("--guarantee", ["bench", "paper-000", "--backend", "flink", "--guarantee",
                      "at-least-once"]),
     ("--backend", ["bench", "paper-002", "--backend", "flink"]),
+    ("--dt", ["bench", "paper-000", "--dt", "5"]),
+    ("--dt", ["bench", "paper-004", "--backend", "testbed", "--dt", "5"]),
+    ("--dt", ["run", "paper-001", "--backend", "storm", "--dt", "0.05"]),
+    ("--dt", ["bench", "paper-001", "--backend", "flink", "--dt", "nan"]),
 ])
 def test_engine_options_checked_before_work(tmp_path, option, args):
     out = tmp_path / "out"

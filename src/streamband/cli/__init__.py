@@ -100,6 +100,15 @@ ALIGNMENT_HELP = ("flink: Flink's watermark alignment (FLIP-217), its own answer
                   "slowest pauses (default: 0, off)")
 
 
+DT_HELP = ("testbed, storm, flink: Δt of the manager loop, s: the metered policies' rates step "
+           "every Δt (default: 1; App-Fair's classes step at the spec's sim.interval_s; "
+           "000 §VI-A and the manage service: 5)")
+
+
+#: the benches whose real runs take the manager loop's Δt from ``--dt``
+DT_BENCHES = ("paper-000", "paper-001")
+
+
 GUARD_HELP = ("testbed, storm, flink: do no harm - keep TCP's split unless an allocation moves "
               "at least 12 % of a bottleneck's capacity (default: on for testbed, off for "
               "storm and flink, whose TCP split already follows the join)")
@@ -121,6 +130,7 @@ def run(
     guarantee: str = typer.Option(None, help=GUARANTEE_HELP),
     alignment_ms: float = typer.Option(None, help=ALIGNMENT_HELP),
     enforce: str = typer.Option(None, help=ENFORCE_HELP),
+    dt: float = typer.Option(None, help=DT_HELP),
 ) -> None:
     """Run an experiment spec: a table per app, results.json and report.html."""
     from streamband.backends import backend as get_backend
@@ -131,7 +141,7 @@ def run(
     out = out_dir(out_)  # typed str: an empty --out is refused, not read as '.'
     opts = _options(backend, seconds, repeat, max_pending=max_pending, guard=guard,
                     tuple_scale=tuple_scale, source=source, guarantee=guarantee,
-                    alignment_ms=alignment_ms, enforce=enforce)
+                    alignment_ms=alignment_ms, enforce=enforce, dt=dt)
     parsed = with_options(load_spec(spec), opts)
     mod = get_backend(backend)
     runner = (mod.Runner() if backend == "sim"
@@ -147,7 +157,8 @@ def run(
 def _options(backend: str, seconds: float | None, repeat: int, max_pending: int | None = None,
              tuple_scale: float | None = None, source: str | None = None,
              guarantee: str | None = None, alignment_ms: float | None = None,
-             enforce: str | None = None, **more: object):  # noqa: ANN202
+             enforce: str | None = None, dt: float | None = None,
+             **more: object):  # noqa: ANN202
     from streamband.backends import BACKENDS
     from streamband.experiments.base import Options
 
@@ -195,9 +206,15 @@ def _options(backend: str, seconds: float | None, repeat: int, max_pending: int 
         if enforce not in ENFORCE:
             raise OptionError(f"--enforce: expected one of {', '.join(ENFORCE)}, got "
                               f"{enforce!r}{nearest(enforce, ENFORCE)}")
+    if dt is not None:
+        if backend not in ("testbed", "storm", "flink"):
+            raise OptionError(f"--dt: applies to --backend testbed, storm or flink (the "
+                              f"manager loop's), got {backend}")
+        number(dt, "--dt", 0.2, 600.0, unit="s")  # the manage service's bounds on Δt
     return Options(backend=backend, seconds=seconds, repeat=repeat,  # type: ignore[arg-type]
                    max_pending=max_pending, tuple_scale=tuple_scale, source=source,
-                   guarantee=guarantee, alignment_ms=alignment_ms, enforce=enforce, **more)
+                   guarantee=guarantee, alignment_ms=alignment_ms, enforce=enforce, dt=dt,
+                   **more)
 
 
 @app.command()
@@ -223,6 +240,7 @@ def bench(
     guarantee: str = typer.Option(None, help=GUARANTEE_HELP),
     alignment_ms: float = typer.Option(None, help=ALIGNMENT_HELP),
     enforce: str = typer.Option(None, help=ENFORCE_HELP),
+    dt: float = typer.Option(None, help=DT_HELP + " (bench paper-000 and paper-001 only)"),
     spec: Path = typer.Option(None, help="paper-002: a Swift experiment spec (YAML) in "
                               "place of the shipped one (other experiments: streamband "
                               "run SPEC)"),
@@ -243,6 +261,9 @@ def bench(
     elif policy is not None and policy_entry(policy).kind != "loop":
         raise OptionError(f"--policy: expected a manager-loop policy, got {policy!r} "
                           f"(kind {policy_entry(policy).kind})")
+    if dt is not None and name not in DT_BENCHES:
+        raise OptionError(f"--dt: applies to bench {' and '.join(DT_BENCHES)} (the others "
+                          f"step at their spec's or paper's period), got {name}")
     given: dict[str, object] = {}
     if spec is not None:
         if name != "paper-002":
@@ -254,7 +275,7 @@ def bench(
     opts = _options(backend, seconds, repeat, full_trace=full_trace, policy=policy,
                     guard=guard, max_pending=max_pending, tuple_scale=tuple_scale,
                     source=source, guarantee=guarantee, alignment_ms=alignment_ms,
-                    enforce=enforce)
+                    enforce=enforce, dt=dt)
     target = out_dir(out if out is not None
                      else Path("out") / (name + ("" if backend == "sim" else f"-{backend}")))
     outcome = mod.run(target, opts, _console(), **given)

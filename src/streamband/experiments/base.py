@@ -85,7 +85,8 @@ class Options:
     ``at-most-once`` (acking off) or ``at-least-once``; ``alignment_ms`` (flink): Flink's
     watermark alignment (FLIP-217), a source this far ahead of the slowest pauses (0 or
     ``None``: off); ``enforce`` (storm, flink): the rates as OpenFlow meters (``meter``,
-    the default) or per-flow rate classes on the switch egress ports (``shaper``).
+    the default) or per-flow rate classes on the switch egress ports (``shaper``); ``dt``
+    (testbed, storm, flink): Δt of the manager loop, s (``None``: the runner's 1 s).
     """
 
     backend: str = "sim"
@@ -100,13 +101,14 @@ class Options:
     guarantee: str | None = None
     alignment_ms: float | None = None
     enforce: str | None = None
+    dt: float | None = None
 
     def engine(self) -> dict[str, Any]:
         """A real backend's runner settings given here (the others: its defaults)."""
         given = {"guard": self.guard, "max_pending": self.max_pending,
                  "tuple_scale": self.tuple_scale, "source": self.source,
                  "guarantee": self.guarantee, "alignment_ms": self.alignment_ms,
-                 "enforce": self.enforce}
+                 "enforce": self.enforce, "dt": self.dt}
         return {k: v for k, v in given.items() if v is not None}
 
     def alignment_note(self) -> str:

@@ -398,11 +398,13 @@ def run(out: Path, opts: Options, console: Console) -> Outcome:
             f"); every window a fresh topology on fresh topics, {runner.warmup_s:g} s of "
             "warm-up under its policy before it is measured, so that no window inherits "
             "another's queues; at each bandwidth, on its fresh cluster, one window run "
-            "first and not kept; the managed rates enforced as "
+            "first and not kept; the managed rates, stepped every "
+            f"Δt = {runner.dt:g} s, enforced as "
             + ("per-flow HTB classes on the switch egress ports" if runner.enforce == "shaper"
                else "OpenFlow meters") + opts.alignment_note()
             if runner.source == "kafka" else
-            f"acking on, topology.max.spout.pending {runner.max_pending or 'unbounded'}")
+            f"acking on, topology.max.spout.pending {runner.max_pending or 'unbounded'}, "
+            f"the managed rates stepped every Δt = {runner.dt:g} s")
     intro.append(f"Each {opts.backend} run lasts {seconds:g} s ({opts.repeat} repetition(s), "
                  "medians; the policies' order alternates across repetitions), on the "
                  + ("jobs of flink/, each operator a slot-sharing group in the TaskManagers "

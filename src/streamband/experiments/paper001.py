@@ -4,8 +4,8 @@
 on two workers with 20 Mbit/s links, placements TP1-TP3, under TCP, weight-based
 allocation (§III-D), its brute-force sweep and app-aware allocation (000 Alg. 1).
 Backends: ``sim`` (the spec as written) and ``testbed`` (the traffic harness over real
-TCP, meters pushed by the live manager loop every Δt = 1 s; the simulator's runs of the
-same spec beside it).
+TCP, meters pushed by the live manager loop every Δt, 1 s unless ``--dt``; the
+simulator's runs of the same spec beside it).
 """
 
 from __future__ import annotations
@@ -246,7 +246,7 @@ def run(out: Path, opts: Options, console: Console) -> Outcome:
                      + opts.alignment_note()}[opts.backend]
     intro = [f"Each {opts.backend} run lasts {seconds:g} s ({opts.repeat} repetition(s), "
              f"median and spread; the policies' order alternates across repetitions): {what}; "
-             "meters pushed by the manager loop every Δt = 1 s"
+             f"meters pushed by the manager loop every Δt = {runner.dt:g} s"
              + (", caps only when an allocation moves at least 12 % of a bottleneck's capacity "
                 "from TCP's measured split (do no harm)" if runner.guard else ", no guard")
              + ". The simulator's runs of the same spec are in the comparison."]
