@@ -151,3 +151,39 @@ def test_paper_004_on_the_testbed_needs_a_stream_mode_and_a_baseline():
         with pytest.raises(OptionError):
             check_policy(modes)
     check_policy("tcp,stream")
+
+
+def _join_lags(row: dict[str, Any], growth: float) -> dict[str, Any]:
+    """``row`` with its join's store reporting the trucks' event time falling behind the
+    traffic's by ``growth`` s per s of the window (TI only: TT's one topic has no such
+    check)."""
+    if row["app"] != "trucking-iot":
+        return row
+    return {**row, "store_lag_s_start": {"trucks": 1.0, "traffic": 0.0},
+            "store_lag_s_end": {"trucks": 1.0 + growth * row["seconds"], "traffic": 0.0}}
+
+
+@pytest.mark.parametrize(("kafka_skew", "join_growth", "ok"), [
+    ("tcp's", 0.01, True),   # the trucks' Kafka backlog grows as under tcp, the join keeps up
+    ("none", 0.2, False),    # the topics' backlogs grow together, the join's lag as tcp's
+])
+def test_paper_000_on_storm_judges_the_lag_where_the_join_sees_it(kafka_skew, join_growth, ok):
+    """Where the rows carry the join's store lags, the lagging stream is judged by them
+    (a source that reads ahead keeps its backlog in the engine and the join's store, so
+    its Kafka backlog does not show it), not by the topics' backlogs."""
+    tcp = [_join_lags(r, 0.2) for r in _storm_rows(True)]
+    pol = []
+    for r in tcp:
+        v = _variant(r, "good", "appaware")
+        if kafka_skew == "tcp's" and "source_lag_end" in r:
+            v["source_lag_end"] = r["source_lag_end"]
+        pol.append(_join_lags(v, join_growth))
+    cmp = paper000.compare_backends(tcp + pol, [], {"trending-topics": "TT",
+                                                    "trucking-iot": "TI"}, "appaware", "storm")
+    lag = [c for c in cmp.checks if "falls further behind" in c.what]
+    assert len(lag) == 3 and all("trucks" in c.what and "at the join" in c.what for c in lag)
+    assert all(c.ok is ok for c in lag), lag
+    h = cmp.header.index
+    ti = [r for r in cmp.rows if r[0] == "TI"]
+    assert all(r[h("tcp join lag growth s/s")] == pytest.approx(0.2) for r in ti)
+    assert all(r[h("appaware join lag growth s/s")] == pytest.approx(join_growth) for r in ti)

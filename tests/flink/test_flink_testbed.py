@@ -97,9 +97,9 @@ def test_profiles_every_second(windows, policy: str):
 @pytest.mark.parametrize("policy", ["tcp", "appaware"])
 def test_window_reads_its_topic_backlog(windows, policy: str):
     """Each window carries its one topic's arrival rate (the broker's end offsets) and
-    backlog (the source's pendingRecords) at both ends, and what waits in its join's store
-    per input at its end (the ``streamband-store`` gauge of D, the join of B and C), as
-    Storm's Kafka-fed rows do."""
+    backlog (the source's pendingRecords) at both ends, what waits in its join's store
+    per input at its end (the ``streamband-store`` gauge of D, the join of B and C) and
+    each input's lag behind the newer at both ends, as Storm's Kafka-fed rows do."""
     rows, _ = windows
     (row,) = [r for r in rows if r["policy"] == policy]
     (topic,) = row["arrival_rps"]
@@ -108,6 +108,8 @@ def test_window_reads_its_topic_backlog(windows, policy: str):
         assert math.isfinite(row[end][topic]) and row[end][topic] >= 0, row[end]
     assert {"B", "C", "forced"} <= set(row["store_tuples"]), row["store_tuples"]
     assert all(n >= 0 for n in row["store_tuples"].values()), row["store_tuples"]
+    for end in ("store_lag_s_start", "store_lag_s_end"):  # D's inputs behind the newer
+        assert {"B", "C"} <= set(row[end]) and min(row[end].values()) == 0, row[end]
 
 
 @pytest.mark.parametrize("policy", ["tcp", "appaware"])

@@ -88,6 +88,12 @@ def test_profiles_carry_consumer_lag(windows):
         assert any(max(st["source_lag"]) > 0 for st in states), log  # a backlog was seen
     for row in rows:
         assert set(row["source_lag_end"]) == {"trucks", "traffic"}
+        # the combiner's store: each input's event time behind the newer one's, at the
+        # window's start and end (the bench's lag check reads these)
+        for end in ("store_lag_s_start", "store_lag_s_end"):
+            lags = row[end]
+            assert set(lags) == {"trucks", "traffic"}, (end, lags)
+            assert all(v >= 0 for v in lags.values()) and min(lags.values()) == 0, lags
 
 
 def test_meters_on_the_flows(windows):

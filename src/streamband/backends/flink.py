@@ -300,7 +300,7 @@ class FlinkRunner:
         if not (src0 and src1):  # one end alone would count a topic's whole log as the window's
             src0 = src1 = {}
         row.update(window_figures({"sources_start": src0, "sources_end": src1,
-                                   "stores": r["stores"]},
+                                   "stores_start": r["stores_start"], "stores": r["stores"]},
                                   r["sources_seconds"] or self.seconds, self.guarantee))
         return RunRecord(row, samples.times(), list(r["flows"]), samples.mbps(len(mj.pairs)),
                          np.ones(len(mj.pairs), bool), [int(lk) for lk in links])

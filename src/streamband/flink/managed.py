@@ -118,7 +118,7 @@ class ManagedJob:
         errors; with ``sources``, what it returns just before ``before`` and just after
         ``after`` (``sources_start``, ``sources_end``) and the seconds between those two
         reads (``sources_seconds``; empty and None without it); its joins' stores at its
-        end (``stores``)."""
+        start and end (``stores_start``, ``stores``)."""
         tb = self.tb
         client = ControllerClient(tb.spec.api)
         clear_enforcement(client)
@@ -134,7 +134,7 @@ class ManagedJob:
         time.sleep(seconds)
         meters = client.meters()
         after, t1 = read_snapshot(self.snapshot), time.time()
-        stores = self.stores(after)
+        stores0, stores = self.stores(before), self.stores(after)
         # the port counters end with the sinks' window: the sources' read takes seconds
         ports1 = port_bytes(client)
         src1, s1 = (sources(), time.time()) if sources else ({}, None)
@@ -149,6 +149,7 @@ class ManagedJob:
             "profiles": float(after.get("received", 0)) - float(before.get("received", 0)),
             "flows": [p.label for p in self.pairs], "keys": self.keys, "meters": meters,
             "last_state": profiler.last,
-            "sources_start": src0, "sources_end": src1, "stores": stores,
+            "sources_start": src0, "sources_end": src1, "stores_start": stores0,
+            "stores": stores,
             "sources_seconds": s1 - s0 if s0 is not None and s1 is not None else None,
         }

@@ -250,9 +250,13 @@ def stop_replay(replay: Replay | None) -> None:
 def window_figures(r: dict[str, Any], seconds: float, guarantee: str) -> dict[str, Any]:
     """A Kafka-fed window's figures from the engine's view of its sources at the window's
     start and end (``r["sources_start"]``, ``r["sources_end"]``: per ``topic/partition``
-    ``end``, ``lag``) and its joins' stores (``r["stores"]``): per topic its backlog at the
-    start and end (records), its growth rate (records/s; > 0: the engine falls behind
-    its source), its arrival rate and what was produced; the stores; the guarantee."""
+    ``end``, ``lag``) and its joins' stores at its end and, if given, its start
+    (``r["stores"]``, ``r["stores_start"]``, :func:`~streamband.loop.reports.store_totals`'
+    format): per topic its backlog at the start and end (records), its growth rate
+    (records/s; > 0: the engine falls behind its source), its arrival rate and what was
+    produced; per join input the tuples waiting in the store and how far the input's
+    event time is behind the join's newest input (s, 0 for the input ahead; the largest
+    over the join's tasks), at the end and the start; the guarantee."""
     lag0 = _by_topic(r["sources_start"])
     lag1 = _by_topic(r["sources_end"])
     end0, end1 = _by_topic(r["sources_start"], "end"), _by_topic(r["sources_end"], "end")
@@ -263,7 +267,16 @@ def window_figures(r: dict[str, Any], seconds: float, guarantee: str) -> dict[st
         "arrival_rps": {t: (end1[t] - end0.get(t, 0.0)) / seconds for t in end1},
         "produced": end1,
         "store_tuples": {k: v["tuples"] for k, v in r["stores"].items()},
+        "store_tuples_start": {k: v["tuples"] for k, v in (r.get("stores_start") or {}).items()},
+        "store_lag_s_start": _join_lags(r.get("stores_start") or {}),
+        "store_lag_s_end": _join_lags(r["stores"]),
     }
+
+
+def _join_lags(stores: dict[str, dict[str, float]]) -> dict[str, float]:
+    """Per join input, how far its event time is behind the join's newest input, s
+    (``lag_ms``; ``forced`` is no input)."""
+    return {k: v["lag_ms"] / 1e3 for k, v in stores.items() if "lag_ms" in v}
 
 
 def _by_topic(sources: dict[str, dict[str, float]], key: str = "lag") -> dict[str, float]:

@@ -141,7 +141,8 @@ class ManagedTopology:
         every allocation; ``guard``: do no harm, :class:`~streamband.loop.guard.HarmGuard`;
         ``enforce``: meters or rate classes, :func:`~streamband.loop.window.window_manager`).
         Where Kafka feeds the topology the row also gives its topics' backlog at the
-        window's start and end (``sources``) and its joins' stores at the end."""
+        window's start and end (``sources``) and its joins' stores at the start and the
+        end (``stores_start``, ``stores``)."""
         tb = self.tb
         client = ControllerClient(tb.spec.api)
         clear_enforcement(client)
@@ -153,7 +154,7 @@ class ManagedTopology:
         loop = start_loop(manager, log, on_step)
         time.sleep(warmup_s)
         ports0 = port_bytes(client)
-        before, src0 = self.totals(), self.sources()
+        before, src0, stores0 = self.totals(), self.sources(), self.stores()
         time.sleep(seconds)
         meters, rates = client.meters(), client.rates()
         after, src1, stores = self.totals(), self.sources(), self.stores()
@@ -189,7 +190,8 @@ class ManagedTopology:
             "meters": meters,
             "rates": rates,
             "report_age_max_s": max(ages) if ages else None,
-            "sources_start": src0, "sources_end": src1, "stores": stores,
+            "sources_start": src0, "sources_end": src1,
+            "stores_start": stores0, "stores": stores,
         }
 
 
