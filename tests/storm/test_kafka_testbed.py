@@ -13,6 +13,7 @@ lost); nothing is left running."""
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 
@@ -93,7 +94,7 @@ def test_profiles_carry_consumer_lag(windows):
         for end in ("store_lag_s_start", "store_lag_s_end"):
             lags = row[end]
             assert set(lags) == {"trucks", "traffic"}, (end, lags)
-            assert all(v >= 0 for v in lags.values()) and min(lags.values()) == 0, lags
+            assert all(math.isfinite(v) and v >= 0 for v in lags.values()), lags
 
 
 def test_meters_on_the_flows(windows):
