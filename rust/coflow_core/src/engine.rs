@@ -129,6 +129,11 @@ pub struct Level {
     /// strict levels: the rounds of the last fill, replayed by the next one as far as
     /// they still hold (`fill.rs` `replay_rounds`)
     pub rlog: RoundLog,
+    /// strict levels: the groups made since the last fill (some maybe gone since), and
+    /// the id of the last full pass over the links with nothing left: a group is at rate
+    /// 0 while its `seen` is that id, and `memo[0].zsub`, `zn` follow its weight
+    pub made: Vec<u32>,
+    pub zid: u32,
 }
 
 /// A strict level's last progressive filling, round by round: per round its share m
@@ -190,7 +195,8 @@ impl Level {
                 links: Vec::new(), lgroups: Vec::new(), lw: Vec::new(), lcls: Vec::new(),
                 chg: Vec::new(), lchg: vec![false; n_links],
                 memo: Default::default(), pair: IdMap::default(), zcls: NONE,
-                fresh: Vec::new(), served: Vec::new(), rlog: RoundLog::default() }
+                fresh: Vec::new(), served: Vec::new(), rlog: RoundLog::default(),
+                made: Vec::new(), zid: NONE }
     }
 }
 
@@ -209,6 +215,8 @@ pub struct GHot {
     pub lpos: u32,
     pub cls: u32,
     pub ep: u32,
+    /// aalo: the setting of classes that last looked at it; strict levels: the full
+    /// rate-0 pass of its level that fixed it at rate 0 (`Level::zid`), or `NEW_GROUP`
     pub seen: u32,
     pub set: [u32; 2],
     /// its path's links when the width is at most `GLINKS` (NONE: padding)
@@ -268,6 +276,10 @@ impl Places for [Bun] {
         self[id as usize].hpos = i;
     }
 }
+
+/// A strict level's group made since its level's last fill (`GHot::seen`; the ids of
+/// the rate-0 passes, `Level::zid`, are above it).
+pub const NEW_GROUP: u32 = 1;
 
 /// Links a group's hot line holds (a fat-tree path has 6); wider paths are read from
 /// the path table.
@@ -396,6 +408,8 @@ pub struct Sim {
     pub free_l: Vec<u32>,
     /// the current fill (a group's / class's `ep` is the fill that fixed it last)
     pub epoch: u32,
+    /// the last full rate-0 pass of any strict level (`Level::zid`)
+    pub zpass: u32,
     // release groups, coflows
     pub g_flows_ptr: Vec<usize>,
     pub rg_flows: Vec<u32>,
@@ -454,8 +468,6 @@ pub struct Sim {
     /// per link: the fill (epoch) whose input differs from the level's last fill on it
     /// (groups changed or capacity left changed); the heap of such links by share
     pub dmark: Vec<u32>,
-    /// per link: the fill (epoch) at which it had nothing left, its rate-0 groups kept
-    pub zmark: Vec<u32>,
     pub dheap: BinaryHeap<Reverse<Key>>,
     /// aalo / baraat: per coflow, the planned time its bytes reach its next threshold
     /// (inf if none), the coflows with one planned, and Baraat's heavy marks
@@ -560,6 +572,7 @@ impl Sim {
             lorder_dirty: false,
             free_l: Vec::new(),
             epoch: 0,
+            zpass: NEW_GROUP,
             g_flows_ptr,
             rg_flows,
             rg_left,
@@ -609,7 +622,6 @@ impl Sim {
             lheap: BinaryHeap::new(),
             bott: Vec::new(),
             dmark: vec![0; nl],
-            zmark: vec![0; nl],
             dheap: BinaryHeap::new(),
             x_at: vec![f64::INFINITY; n_owner],
             x_list: Vec::new(),
@@ -640,6 +652,13 @@ impl Sim {
             Policy::Stream => self.inp.f_unit[f] as usize,
             Policy::Aalo | Policy::Baraat => self.inp.f_cof[f] as usize,
         }
+    }
+
+    /// Whether the levels are strict and keep their groups at rate 0 between fills
+    /// (`Level::zid`): every policy but aalo and fs-static.
+    #[inline(always)]
+    pub fn strict_zero(&self) -> bool {
+        !matches!(self.pol, Policy::Aalo | Policy::FsStatic)
     }
 
     #[inline]
@@ -1219,6 +1238,7 @@ impl Sim {
                 lv.dirty = true;
                 lv.rlog.ok = false;
                 lv.memo[0].zok = false;
+                lv.zid = NONE;
                 if self.pol != Policy::FsStatic {
                     for &lk in &lv.chg {
                         lv.lchg[lk as usize] = false;
@@ -1253,6 +1273,7 @@ impl Sim {
         let lvl = &mut self.lv[l];
         lvl.pair.clear();
         lvl.fresh.clear();
+        lvl.made.clear();
         lvl.served.clear();
         let z = std::mem::replace(&mut lvl.zcls, NONE);
         if z != NONE {
@@ -1323,11 +1344,9 @@ impl Sim {
             }
             if list.is_empty() {
                 // no group of this level crosses the link any more (the slots move); if
-                // it had nothing left, its rate-0 groups went with it
+                // it had nothing left, its rate-0 groups went with it, their weights and
+                // count already off `zsub` and `zn`
                 let k = lvl.lcls[slot];
-                if !(lvl.memo[0].inp[slot] > 0.0) {
-                    lvl.memo[0].zok = false;
-                }
                 let last = lvl.links.len() - 1;
                 lvl.links.swap_remove(slot);
                 self.spare_lists.push(lvl.lgroups.swap_remove(slot));
@@ -1384,10 +1403,16 @@ impl Sim {
             self.gh[g].links[..w].copy_from_slice(&self.inp.plinks[p * w..p * w + w]);
         }
         self.gh[g].ep = self.epoch.wrapping_sub(1);
+        let strict = self.strict_zero();
         let lvl = &mut self.lv[l];
         self.gh[g].lpos = lvl.groups.len() as u32;
         lvl.groups.push(g as u32);
         lvl.dirty = true;
+        if strict {
+            // looked at by its level's next fill (`zero_made`)
+            self.gh[g].seen = NEW_GROUP;
+            lvl.made.push(g as u32);
+        }
         if self.pol == Policy::Aalo {
             lvl.fresh.push(g as u32);
             // a new group may be an item: the set-ups are made again
@@ -1402,6 +1427,9 @@ impl Sim {
     /// free list.
     fn drop_group(&mut self, g: usize) {
         let l = self.gh[g].lvl as usize;
+        if self.strict_zero() && self.gh[g].seen == self.lv[l].zid {
+            self.lv[l].memo[0].zn -= 1;
+        }
         self.p_grp[self.gh[g].path as usize].remove(l as u32);
         self.detach(g);
         {
@@ -1428,6 +1456,11 @@ impl Sim {
         let w = self.width;
         let l = self.gh[g].lvl as usize;
         self.gh[g].w += d;
+        // a group at rate 0 keeps its level's weights at rate 0 (`zsub`) exact; a group
+        // made since the last fill marks its links there, if not at rate 0 (`zero_made`)
+        let gseen = self.gh[g].seen;
+        let zero = self.strict_zero()
+            && (self.gh[g].seen == self.lv[l].zid || self.gh[g].seen == NEW_GROUP);
         let lvl = &mut self.lv[l];
         lvl.dirty = true;
         // the set-ups it is an item of keep their weights (an empty group stays in
@@ -1438,7 +1471,12 @@ impl Sim {
             if lk != NONE {
                 let slot = lvl.lslot[lk as usize] as usize;
                 lvl.lw[slot] += d;
-                if self.pol != Policy::Aalo && !lvl.lchg[lk as usize] {
+                if zero && gseen != NEW_GROUP {
+                    lvl.memo[0].zsub[slot] += d;
+                }
+                // (a group at rate 0 changes no link's input to the fill: its weight
+                // comes and goes with `zsub`; a new group's links are marked by the fill)
+                if self.pol != Policy::Aalo && !zero && !lvl.lchg[lk as usize] {
                     lvl.lchg[lk as usize] = true;
                     lvl.chg.push(lk);
                 }

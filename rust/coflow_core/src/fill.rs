@@ -13,7 +13,7 @@ use std::collections::BinaryHeap;
 
 use crate::count;
 use crate::counts as n;
-use crate::engine::{glinks, RoundLog, Sim};
+use crate::engine::{glinks, RoundLog, Sim, NEW_GROUP};
 use crate::model::*;
 use crate::util::{prefetch, AHEAD};
 
@@ -108,11 +108,14 @@ impl Sim {
         if classes && !resume {
             count!(n::FILL_VISITS, self.lv[l].groups.len());
         }
-        // and the groups fixed at rate 0 are those of the last fill when no link with
-        // nothing left changed: they keep their classes, and their weights are taken
-        // off their links at once (`zsub`)
-        let zkept = resume && self.lv[l].memo[0].zok && self.lv[l].links.iter()
-            .all(|&lk| self.resid[lk as usize] > 0.0 || self.dmark[lk as usize] != ep);
+        // and, when no link went to nothing left or back, the groups at rate 0 are
+        // those of the last fill (their weights followed in `zsub`) and the groups made
+        // since that cross a link with nothing left: they keep their classes, and their
+        // weights are taken off their links at once
+        let zkept = resume && self.lv[l].memo[0].zok;
+        if resume {
+            self.zero_made(l, ep, zkept);
+        }
         // why the rate-0 groups are fixed again, if they are (counts)
         let zp_why = if resume && self.lv[l].memo[0].zok {
             n::ZP_LINK
@@ -143,7 +146,6 @@ impl Sim {
             self.lv[l].memo[x].inp[slot] = self.resid[lk];
             if zkept && !(self.resid[lk] > 0.0) {
                 self.bmark[lk] = ep;
-                self.zmark[lk] = ep;
             }
         }
         let mut fixed = std::mem::take(&mut self.lv[l].memo[x].fixed);
@@ -161,6 +163,9 @@ impl Sim {
             // the rate-0 groups keep their classes (their weights are off `wsum` already)
             left -= self.lv[l].memo[0].zn;
         } else if classes {
+            // ids above NEW_GROUP, below NONE (a level never filled)
+            self.zpass = if self.zpass >= NONE - 1 { NEW_GROUP + 1 } else { self.zpass + 1 };
+            self.lv[l].zid = self.zpass;
             // groups crossing a link with nothing left: rate 0, in the class of that link
             // (the one they were in if it is still such a link, else the last on their
             // path: a receiver's flows stay in one class, and so in one bundle)
@@ -200,6 +205,7 @@ impl Sim {
                     let k = self.slot_class(l, self.lv[l].lslot[at as usize] as usize);
                     self.touch_class(k, 0.0);
                     self.assign(g, k);
+                    self.gh[g].seen = self.zpass;
                     left -= 1;
                 }
             }
@@ -243,6 +249,7 @@ impl Sim {
                 self.lheap.push(Reverse(Key(self.work[lk] / self.wsum[lk], lk as u32)));
             }
         }
+        let zl = self.lv[l].zid;
         let mut bott = std::mem::take(&mut self.bott);
         while left > 0 {
             let Some(m) = next_bottleneck(&mut self.lheap, &self.work, &self.wsum, &mut bott)
@@ -280,13 +287,8 @@ impl Sim {
                     if self.gh[g].ep == ep {
                         continue;
                     }
-                    if zkept {
-                        let kg = self.gh[g].cls;
-                        if kg != NONE && self.zmark[self.cl_link[kg as usize] as usize] == ep
-                            && self.cl_lvl[kg as usize] as usize == l
-                        {
-                            continue; // kept at rate 0
-                        }
+                    if zkept && self.gh[g].seen == zl {
+                        continue; // kept at rate 0
                     }
                     if !classes && (self.gh[g].lvl as usize != l || self.gh[g].lpos == NONE) {
                         continue; // a kept set-up's item that went
@@ -327,6 +329,14 @@ impl Sim {
         if classes {
             log.ok = true;
             let lvl = &mut self.lv[l];
+            // groups made since the last fill and not at rate 0 are ordinary now
+            for &g in &lvl.made {
+                let h = &mut self.gh[g as usize];
+                if h.seen == NEW_GROUP && h.lvl as usize == l && h.lpos != NONE {
+                    h.seen = 0;
+                }
+            }
+            lvl.made.clear();
             for &lk in &lvl.chg {
                 lvl.lchg[lk as usize] = false;
             }
@@ -352,6 +362,48 @@ impl Sim {
                 used + 2.0 * SNAP + 1e-8 * used + 1e-10 * lvl.lw[slot]
             };
         }
+    }
+
+    /// Strict level `l`'s groups made since its last fill, when the fill resumes the
+    /// last one: with `zkept`, those crossing a link with nothing left (in
+    /// `self.resid`) are at rate 0 with the level's others (`Level::zid`), in the class
+    /// of the last such link on their path, their weights added to `zsub` (the other
+    /// groups at rate 0 keep theirs, followed by `resize`); the others mark their links
+    /// changed (`dmark`), which `resize` left to this.
+    fn zero_made(&mut self, l: usize, ep: u32, zkept: bool) {
+        let w = self.width;
+        let made = std::mem::take(&mut self.lv[l].made);
+        for &g in &made {
+            let g = g as usize;
+            let h = self.gh[g];
+            if h.lpos == NONE || h.lvl as usize != l || h.seen != NEW_GROUP {
+                continue; // gone, or seen already (an id made twice)
+            }
+            let links = glinks(&self.gh, &self.inp.plinks, w, g);
+            let zero = links.iter().rev().find(|&&l2| l2 != NONE && !(self.resid[l2 as usize] > 0.0));
+            let Some(&at) = zero.filter(|_| zkept) else {
+                for &l2 in links {
+                    if l2 != NONE {
+                        self.dmark[l2 as usize] = ep;
+                    }
+                }
+                self.gh[g].seen = 0;
+                continue;
+            };
+            count!(n::ZERO_VISITS, 1);
+            let lvl = &mut self.lv[l];
+            for &l2 in links {
+                if l2 != NONE {
+                    lvl.memo[0].zsub[lvl.lslot[l2 as usize] as usize] += h.w;
+                }
+            }
+            lvl.memo[0].zn += 1;
+            let k = self.slot_class(l, self.lv[l].lslot[at as usize] as usize);
+            self.touch_class(k, 0.0);
+            self.assign(g, k);
+            self.gh[g].seen = self.lv[l].zid;
+        }
+        self.lv[l].made = made;
     }
 
     /// Mark with `ep` (in `dmark`) the links whose input to strict level `l`'s fill
