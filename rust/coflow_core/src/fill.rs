@@ -403,6 +403,9 @@ impl Sim {
             self.assign(g, k);
             self.gh[g].seen = self.lv[l].zid;
         }
+        // all seen: the fill's end has none left to look at
+        let mut made = made;
+        made.clear();
         self.lv[l].made = made;
     }
 
