@@ -9,8 +9,9 @@ Algorithm 1) against TCP at 10/15/20 Mbit/s: throughput, latency, utilisation.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -239,10 +240,10 @@ def compare_backends(real: Sequence[dict], sim: Sequence[dict], short: dict[str,
                                         f"{lat:+.1f} %", math.isfinite(lat) and lat < 0.0))
                     # the lagging stream's lag where the join sees it (its store's event
                     # time), else as the two topics' backlogs in time
-                    lag_of, grown, bound, at_join = (
-                        (behind, jgrowth, join_lag_bound(real, **at), " at the join")
-                        if behind else (lagging, growth, skew_bound(real, **at)
-                                        if lagging else math.nan, ""))
+                    lag_of, grown, at_join = ((behind, jgrowth, " at the join") if behind
+                                              else (lagging, growth, ""))
+                    bound = ((join_lag_bound if behind else skew_bound)(real, **at)
+                             if lag_of else math.nan)
                     if lag_of and backend == "flink":
                         skews.append(f"{where} {bound:.3f} s/s{at_join}")
                     elif lag_of:  # a join of two topics (TT reads one)
@@ -320,29 +321,40 @@ def _time_lag(row: dict, topic: str, when: str) -> float:
     return lag / rate if rate > 0 and lag is not None else float("nan")
 
 
+def _furthest_behind(rows: Sequence[dict], policy: str, names: Sequence[Any],
+                     growth_in: Callable[[dict, Any], float]) -> tuple[Any, dict[str, float]]:
+    """Of ``names``, the one whose ``growth_in(row, name)`` has the largest median under
+    tcp (the first on a tie), and per policy (tcp, ``policy``) its median over the rows
+    (finite values only; NaN with none)."""
+    from statistics import median
+
+    def growth(p: str, name: Any) -> float:
+        vals = [v for r in _by(rows, policy=p) if math.isfinite(v := growth_in(r, name))]
+        return median(vals) if vals else float("nan")
+
+    behind = max(names, key=lambda n: growth("tcp", n))
+    return behind, {p: growth(p, behind) for p in ("tcp", policy)}
+
+
 def skew_growth(rows: Sequence[dict], policy: str, **at: object
                 ) -> tuple[str, dict[str, float]]:
     """Where two topics feed one join: the topic that falls furthest behind the other
     under tcp, and per policy the growth of its lead over the other (seconds behind,
     per second of the window; median over repetitions). ("", {}) for one topic."""
-    from statistics import median
-
-    topics = sorted({t for r in _by(rows, **at) for t in (r.get("arrival_rps") or {})})
+    rs = _by(rows, **at)
+    topics = sorted({t for r in rs for t in (r.get("arrival_rps") or {})})
     if len(topics) != 2:
         return "", {}
 
-    def skew(r: dict, a: str, b: str) -> float:
+    def skew(r: dict, pair: tuple[str, str]) -> float:
+        a, b = pair
         d0 = _time_lag(r, a, "start") - _time_lag(r, b, "start")
         d1 = _time_lag(r, a, "end") - _time_lag(r, b, "end")
         return (d1 - d0) / r["seconds"]
 
-    def growth(p: str, a: str, b: str) -> float:
-        vals = [v for r in _by(rows, policy=p, **at) if math.isfinite(v := skew(r, a, b))]
-        return median(vals) if vals else float("nan")
-
     a, b = topics
-    behind, ahead = (a, b) if growth("tcp", a, b) >= growth("tcp", b, a) else (b, a)
-    return behind, {p: growth(p, behind, ahead) for p in ("tcp", policy)}
+    (behind, _), growth = _furthest_behind(rs, policy, [(a, b), (b, a)], skew)
+    return behind, growth
 
 
 def join_lag_growth(rows: Sequence[dict], policy: str, **at: object
@@ -360,22 +372,14 @@ def join_lag_growth(rows: Sequence[dict], policy: str, **at: object
     >>> join_lag_growth(rows, "x")
     ('b', {'tcp': 0.5, 'x': 0.05})
     """
-    from statistics import median
-
     rs = _by(rows, **at)
     inputs = sorted({k for r in rs for k in (r.get("store_lag_s_end") or {})})
     if len(inputs) < 2 or not all(set(inputs) <= set(r.get("store_lag_s_start") or {})
                                   and set(inputs) <= set(r.get("store_lag_s_end") or {})
                                   for r in rs):
         return "", {}
-
-    def growth(p: str, k: str) -> float:
-        vals = [(r["store_lag_s_end"][k] - r["store_lag_s_start"][k]) / r["seconds"]
-                for r in _by(rs, policy=p)]
-        return median(vals) if vals else float("nan")
-
-    behind = max(inputs, key=lambda k: growth("tcp", k))
-    return behind, {p: growth(p, behind) for p in ("tcp", policy)}
+    return _furthest_behind(rs, policy, inputs, lambda r, k: (
+        r["store_lag_s_end"][k] - r["store_lag_s_start"][k]) / r["seconds"])
 
 
 def join_lag_bound(rows: Sequence[dict], **at: object) -> float:

@@ -254,7 +254,7 @@ def window_figures(r: dict[str, Any], seconds: float, guarantee: str) -> dict[st
     (``r["stores"]``, ``r["stores_start"]``, :func:`~streamband.loop.reports.store_totals`'
     format): per topic its backlog at the start and end (records), its growth rate
     (records/s; > 0: the engine falls behind its source), its arrival rate and what was
-    produced; per join input the tuples waiting in the store and how far the input's
+    produced; per join input the tuples waiting in the store at the end, and how far the input's
     event time is behind the join's newest input (s, 0 for the input ahead; the largest
     over the join's tasks), at the end and the start; the guarantee."""
     lag0 = _by_topic(r["sources_start"])
@@ -267,7 +267,6 @@ def window_figures(r: dict[str, Any], seconds: float, guarantee: str) -> dict[st
         "arrival_rps": {t: (end1[t] - end0.get(t, 0.0)) / seconds for t in end1},
         "produced": end1,
         "store_tuples": {k: v["tuples"] for k, v in r["stores"].items()},
-        "store_tuples_start": {k: v["tuples"] for k, v in (r.get("stores_start") or {}).items()},
         "store_lag_s_start": _join_lags(r.get("stores_start") or {}),
         "store_lag_s_end": _join_lags(r["stores"]),
     }
