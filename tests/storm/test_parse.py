@@ -47,3 +47,26 @@ def test_reads_this_namespace():
     assert mine[0].cwnd is not None and mine[0].cwnd > 0
     assert os.getpid() in mine[0].pids  # which process holds it, with ss -p
     assert [s.four_tuple for s in plain] == [mine[0].four_tuple] and plain[0].pids == ()
+
+
+def test_a_steps_host_reads_run_side_by_side_and_once_each():
+    """HostSockets reads each (host, processes) once per flow state, and the reads named
+    together are in flight at once: every read here waits until all four have started,
+    which reads one after another never reach (the barrier breaks)."""
+    import threading
+
+    from streamband.loop.sockets import HostSockets
+
+    keys = [("10.0.0.1", False), ("10.0.0.2", False), ("10.0.0.3", True), ("10.0.0.4", True)]
+    started = threading.Barrier(len(keys), timeout=30)
+    calls: list[tuple[str, bool]] = []
+
+    def read(ip: str, processes: bool):
+        calls.append((ip, processes))
+        started.wait()
+        return tcp_sockets(processes=processes)
+
+    hosts = HostSockets(read)
+    hosts.prefetch(keys + keys[:2])
+    assert hosts("10.0.0.3", True) is hosts.seen[("10.0.0.3", True)]
+    assert sorted(calls) == sorted(keys)

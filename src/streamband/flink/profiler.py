@@ -33,11 +33,8 @@ import numpy as np
 from streamband.alloc.base import FlowState
 from streamband.flink.flows import TmPair, connection
 from streamband.loop.reports import read_snapshot
-from streamband.loop.sockets import TcpSocket
+from streamband.loop.sockets import HostSockets, SocketReader, TcpSocket
 from streamband.loop.source_backlog import SourceBacklog
-
-#: a host's established sockets: (host ip, with the processes that hold them)
-SocketReader = Callable[[str, bool], list[TcpSocket]]
 
 
 def tm_reports(snap: dict[str, Any], job: str) -> dict[str, dict[str, Any]]:
@@ -176,22 +173,22 @@ class FlinkProfiler:
         if self.sockets is None:
             return [None] * len(self.pairs)
         names = self.names()
-        seen: dict[tuple[str, bool], list[TcpSocket]] = {}
-
-        def at(ip: str, procs: bool) -> list[TcpSocket]:
-            if (ip, procs) not in seen:
-                seen[(ip, procs)] = self.sockets(ip, procs)  # type: ignore[misc]
-            return seen[(ip, procs)]
-
+        hosts = HostSockets(self.sockets)
+        hosts.prefetch([(p.src.host, False) for p in self.pairs]
+                       + [(p.dst.host, True) for i, p in enumerate(self.pairs)
+                          if self._conn[i] is None])
         out: list[TcpSocket | None] = []
         for i, p in enumerate(self.pairs):
             known = self._conn[i]
             s = None
             if known is not None:
-                s = next((x for x in at(p.src.host, False) if x.four_tuple == known), None)
-            if s is None:
-                s = connection(p, at(p.src.host, False), at(p.dst.host, True), names)
+                s = next((x for x in hosts(p.src.host, False) if x.four_tuple == known), None)
             out.append(s)
+        lost = [i for i, s in enumerate(out) if s is None]
+        hosts.prefetch((self.pairs[i].dst.host, True) for i in lost)
+        for i in lost:
+            p = self.pairs[i]
+            out[i] = connection(p, hosts(p.src.host, False), hosts(p.dst.host, True), names)
         return out
 
     def flow_state(self) -> FlowState:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 import subprocess
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 _HEAD = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\S+):(\d+)\s+(\S+):(\d+)(?:\s+(.*))?$")
@@ -90,3 +92,34 @@ def tcp_sockets(netns_pid: int | None = None, processes: bool = True) -> list[Tc
         cmd = ["nsenter", f"--net=/proc/{netns_pid}/ns/net", *cmd]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
     return parse_ss(r.stdout)
+
+
+#: a host's established sockets: (host ip, with the processes that hold them)
+SocketReader = Callable[[str, bool], list[TcpSocket]]
+
+
+class HostSockets:
+    """One flow state's reads of its hosts' sockets: each (host, with processes) read
+    once, and the reads a profiler names together run side by side. Each read is an
+    ``ss`` in the host's namespace; one after another, a Storm cluster's ten hosts took
+    1.0-2.8 s of a Δt of 1 s on two busy cores, where the loop then stepped every 1.6-2.4 s.
+    """
+
+    def __init__(self, reader: SocketReader) -> None:
+        self.reader = reader
+        self.seen: dict[tuple[str, bool], list[TcpSocket]] = {}
+
+    def prefetch(self, keys: Iterable[tuple[str, bool]]) -> None:
+        """Reads every (host ip, processes) of ``keys`` not read yet, side by side."""
+        todo = [k for k in dict.fromkeys(keys) if k not in self.seen]
+        if len(todo) == 1:
+            self.seen[todo[0]] = self.reader(*todo[0])
+        elif todo:
+            with ThreadPoolExecutor(max_workers=len(todo)) as pool:
+                self.seen.update(zip(todo, pool.map(lambda k: self.reader(*k), todo),
+                                     strict=True))
+
+    def __call__(self, ip: str, processes: bool) -> list[TcpSocket]:
+        """The sockets of host ``ip`` (read now if not read yet)."""
+        self.prefetch([(ip, processes)])
+        return self.seen[(ip, processes)]

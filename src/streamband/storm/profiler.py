@@ -35,7 +35,6 @@ switch.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,12 +43,9 @@ import numpy as np
 from streamband.alloc.base import FlowState
 from streamband.loop.engine import Counters, SwitchMeasured
 from streamband.loop.reports import read_snapshot, worker_reports
-from streamband.loop.sockets import TcpSocket, tcp_sockets
+from streamband.loop.sockets import HostSockets, SocketReader, TcpSocket, tcp_sockets
 from streamband.loop.source_backlog import SourceBacklog
 from streamband.storm.flows import FlowMapping, WorkerPair, connection
-
-#: a host's established sockets: (host ip, with the processes that hold them)
-SocketReader = Callable[[str, bool], list[TcpSocket]]
 
 
 def host_reader(netns: dict[str, int | None]) -> SocketReader:
@@ -90,24 +86,21 @@ class StormProfiler:
         found among its host's sockets by the worker that holds it (``ss -p``)."""
         if self.sockets is None:
             return [None] * len(self.pairs)
-        plain: dict[str, dict[tuple[Any, ...], TcpSocket]] = {}
-        full: dict[str, list[TcpSocket]] = {}
-        out: list[TcpSocket | None] = []
-        for i, p in enumerate(self.pairs):
-            if not p.remote:
-                out.append(None)
-                continue
-            known, s = self._conn[i], None
+        hosts = HostSockets(self.sockets)
+        remote = [i for i, p in enumerate(self.pairs) if p.remote]
+        hosts.prefetch((self.pairs[i].src.host, self._conn[i] is None) for i in remote)
+        by_tuple: dict[str, dict[tuple[Any, ...], TcpSocket]] = {}
+        out: list[TcpSocket | None] = [None] * len(self.pairs)
+        for i in remote:
+            host, known = self.pairs[i].src.host, self._conn[i]
             if known is not None:
-                if p.src.host not in plain:
-                    plain[p.src.host] = {x.four_tuple: x
-                                         for x in self.sockets(p.src.host, False)}
-                s = plain[p.src.host].get(known)
-            if s is None:
-                if p.src.host not in full:
-                    full[p.src.host] = self.sockets(p.src.host, True)
-                s = connection(p, full[p.src.host])
-            out.append(s)
+                if host not in by_tuple:
+                    by_tuple[host] = {x.four_tuple: x for x in hosts(host, False)}
+                out[i] = by_tuple[host].get(known)
+        lost = [i for i in remote if out[i] is None]
+        hosts.prefetch((self.pairs[i].src.host, True) for i in lost)
+        for i in lost:
+            out[i] = connection(self.pairs[i], hosts(self.pairs[i].src.host, True))
         return out
 
     def flow_state(self) -> FlowState:
