@@ -105,10 +105,8 @@ pub struct Level {
     /// slot of each link in this level (NONE if no group of the level crosses it)
     pub lslot: Vec<u32>,
     pub links: Vec<u32>,
-    /// per slot, the groups crossing the link, each as `g << jbits | j` (the link is
-    /// its path's `j`-th), so that a group's removal finds the place of the group moved
-    /// into its own without reading that group's path (two cache misses per link)
-    pub lgroups: Vec<Vec<u32>>,
+    /// per slot, the groups crossing the link (`LinkList`)
+    pub lgroups: Vec<LinkList>,
     pub lw: Vec<f64>,
     /// the links whose flows changed since the level's last fill, each once (`lchg`, by
     /// link; every policy but aalo)
@@ -135,6 +133,20 @@ pub struct Level {
     pub made: Vec<u32>,
     pub zid: u32,
 }
+
+/// A level's groups crossing one link, each as `g << jbits | j` (the link is its path's
+/// `j`-th; `GONE`: a group removed since the list was last compacted), in the order they
+/// came, and how many are listed. A removal marks its entry in place: a swap-remove
+/// read the list's last entry, a cache miss per link of every group dropped (perf,
+/// stream on fat-tree k=16: 59 % of `leave`), and moved that entry's group.
+#[derive(Default)]
+pub struct LinkList {
+    pub e: Vec<u32>,
+    pub live: u32,
+}
+
+/// A removed group's entry in a `LinkList` (no group's entry is all ones: `group_of`).
+pub const GONE: u32 = u32::MAX;
 
 /// A strict level's last progressive filling, round by round: per round its share m
 /// and the end of its bottleneck links in `links`; per bottleneck link the end of the
@@ -292,6 +304,26 @@ impl Default for GHot {
     }
 }
 
+/// Drop the `GONE` entries of `list`, keeping the others' order and their places in
+/// `adjpos` (per group, `w` places: one per link of its path); done once gone entries
+/// outnumber the listed groups, so that it costs at most one place written per removal.
+fn compact(list: &mut LinkList, adjpos: &mut [u32], w: usize, jbits: u32) {
+    let mut k = 0;
+    for i in 0..list.e.len() {
+        let e = list.e[i];
+        if e == GONE {
+            continue;
+        }
+        if k != i {
+            list.e[k] = e;
+            let (g, j) = ((e >> jbits) as usize, (e & ((1 << jbits) - 1)) as usize);
+            adjpos[g * w + j] = k as u32;
+        }
+        k += 1;
+    }
+    list.e.truncate(k);
+}
+
 /// Group `g`'s links (`w` of them, NONE: padding): from its hot line, or from the path
 /// table when paths are wider than `GLINKS`.
 #[inline(always)]
@@ -357,7 +389,7 @@ pub struct Sim {
     /// emptied per-link group lists, kept for the next link a level gains (on a
     /// fat-tree k=16 most groups hold one flow, so a unit's move empties and makes
     /// lists by the thousand: the allocator had 6 % of stream's perf samples there)
-    pub spare_lists: Vec<Vec<u32>>,
+    pub spare_lists: Vec<LinkList>,
     /// bits of a link's place in its path, in the per-link group lists' entries
     pub jbits: u32,
     pub free_g: Vec<u32>,
@@ -1318,8 +1350,9 @@ impl Sim {
                 lvl.memo[1].push();
             }
             let list = &mut lvl.lgroups[slot as usize];
-            self.g_adjpos[g * w + j] = list.len() as u32;
-            list.push((g << self.jbits | j) as u32);
+            self.g_adjpos[g * w + j] = list.e.len() as u32;
+            list.e.push((g << self.jbits | j) as u32);
+            list.live += 1;
         }
     }
 
@@ -1336,20 +1369,27 @@ impl Sim {
             let slot = lvl.lslot[lk as usize] as usize;
             let pos = self.g_adjpos[g * w + j] as usize;
             let list = &mut lvl.lgroups[slot];
-            list.swap_remove(pos);
-            if pos < list.len() {
-                let e = list[pos] as usize;
-                let (g2, j2) = (e >> self.jbits, e & ((1 << self.jbits) - 1));
-                self.g_adjpos[g2 * w + j2] = pos as u32;
-            }
-            if list.is_empty() {
+            list.e[pos] = GONE;
+            list.live -= 1;
+            if list.live > 0 {
+                if pos + 1 == list.e.len() {
+                    // the entries gone at the end go at once (no group's place moves)
+                    while list.e.last() == Some(&GONE) {
+                        list.e.pop();
+                    }
+                } else if list.e.len() > 2 * list.live as usize + 8 {
+                    compact(list, &mut self.g_adjpos, w, self.jbits);
+                }
+            } else {
                 // no group of this level crosses the link any more (the slots move); if
                 // it had nothing left, its rate-0 groups went with it, their weights and
                 // count already off `zsub` and `zn`
                 let k = lvl.lcls[slot];
                 let last = lvl.links.len() - 1;
                 lvl.links.swap_remove(slot);
-                self.spare_lists.push(lvl.lgroups.swap_remove(slot));
+                let mut gone = lvl.lgroups.swap_remove(slot);
+                gone.e.clear();
+                self.spare_lists.push(gone);
                 lvl.lw.swap_remove(slot);
                 lvl.lcls.swap_remove(slot);
                 lvl.memo[0].swap_remove(slot);
@@ -1379,7 +1419,8 @@ impl Sim {
             Some(g) => g as usize,
             None => {
                 let g = self.gh.len();
-                assert!(g < (1 << (32 - self.jbits)), "too many groups for the per-link lists");
+                // below the last id, so that no entry of a per-link list is `GONE`
+                assert!(g < (1 << (32 - self.jbits)) - 1, "too many groups for the per-link lists");
                 // no path yet: `place_group` copies the links
                 self.gh.push(GHot { path: NONE, ..GHot::default() });
                 self.g_p2.push((NONE, 0.0));

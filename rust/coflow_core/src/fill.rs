@@ -13,7 +13,7 @@ use std::collections::BinaryHeap;
 
 use crate::count;
 use crate::counts as n;
-use crate::engine::{glinks, RoundLog, Sim, NEW_GROUP};
+use crate::engine::{glinks, LinkList, RoundLog, Sim, GONE, NEW_GROUP};
 use crate::model::*;
 use crate::util::{prefetch, AHEAD};
 
@@ -175,13 +175,13 @@ impl Sim {
                     continue;
                 }
                 self.bmark[lk] = ep;
-                let list = &lgroups[slot];
+                let list = &lgroups[slot].e;
                 for (i, &e) in list.iter().enumerate() {
                     if let Some(&h) = list.get(i + AHEAD) {
                         prefetch(&self.gh, (h >> jb) as usize);
                     }
                     let g = (e >> jb) as usize;
-                    if self.gh[g].ep == ep {
+                    if e == GONE || self.gh[g].ep == ep {
                         continue;
                     }
                     count!(n::ZERO_VISITS, 1);
@@ -278,13 +278,13 @@ impl Sim {
                     NONE
                 };
                 let mut b = (self.work[lb], self.wsum[lb]);
-                let list = if classes { &lgroups[slot] } else { &items[slot] };
+                let list = if classes { &lgroups[slot].e } else { &items[slot] };
                 for (i, &e) in list.iter().enumerate() {
                     if let Some(&h) = list.get(i + AHEAD) {
                         prefetch(&self.gh, (h >> jb) as usize);
                     }
                     let g = (e >> jb) as usize;
-                    if self.gh[g].ep == ep {
+                    if e == GONE || self.gh[g].ep == ep {
                         continue;
                     }
                     if zkept && self.gh[g].seen == zl {
@@ -514,7 +514,7 @@ impl Sim {
     /// it can serve, not the level's (FIFO inside a queue leaves most of a late
     /// coflow's receivers full).
     #[inline(never)]
-    fn aalo_items(&mut self, l: usize, x: usize, lgroups: &[Vec<u32>], items: &mut Vec<Vec<u32>>,
+    fn aalo_items(&mut self, l: usize, x: usize, lgroups: &[LinkList], items: &mut Vec<Vec<u32>>,
                   ep: u32) {
         let w = self.width;
         let jb = self.jbits;
@@ -536,10 +536,13 @@ impl Sim {
             if !self.is_last[lk] || !(self.work[lk] > 0.0) {
                 continue;
             }
-            let list = &lgroups[slot];
+            let list = &lgroups[slot].e;
             for (i, &e) in list.iter().enumerate() {
                 if let Some(&h) = list.get(i + AHEAD) {
                     prefetch(&self.gh, (h >> jb) as usize);
+                }
+                if e == GONE {
+                    continue;
                 }
                 let g = (e >> jb) as usize;
                 // its path's last link (the receiver's), from its own links
@@ -593,7 +596,8 @@ impl Sim {
                 if k != NONE {
                     self.touch_class(k, self.inp.cap[lk as usize] / self.wsum[lk as usize]);
                 }
-                look.extend(self.lv[l].lgroups[slot as usize].iter().map(|&e| e >> self.jbits));
+                let list = &self.lv[l].lgroups[slot as usize].e;
+                look.extend(list.iter().filter(|&&e| e != GONE).map(|&e| e >> self.jbits));
             }
             for &g in &look {
                 let g = g as usize;
