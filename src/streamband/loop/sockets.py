@@ -101,9 +101,8 @@ SocketReader = Callable[[str, bool], list[TcpSocket]]
 class HostSockets:
     """One flow state's reads of its hosts' sockets: each (host, with processes) read
     once, and the reads a profiler names together run side by side. Each read is an
-    ``ss`` in the host's namespace; one after another, a Storm cluster's ten hosts took
-    1.0-2.8 s of a Δt of 1 s on two busy cores, where the loop then stepped every 1.6-2.4 s.
-    """
+    ``ss`` in the host's namespace whose time on a busy machine is mostly waiting to
+    run, so one after another they kept a real loop from its Δt."""
 
     def __init__(self, reader: SocketReader) -> None:
         self.reader = reader
