@@ -53,7 +53,6 @@ class SourceBacklog:
         self._carried += np.asarray(carried, float)
         self._records += np.maximum(emitted - self._emitted, 0.0)
         self._emitted = emitted
-        self.per_record = np.where(self._records > 0,
-                                   self._carried / np.where(self._records > 0, self._records,
-                                                            1.0), self.per_record)
+        self.per_record = np.divide(self._carried, self._records,
+                                    out=np.zeros_like(self._carried), where=self._records > 0)
         return np.asarray(unread, float) * self.per_record
