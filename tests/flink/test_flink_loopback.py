@@ -1,7 +1,8 @@
-"""Flink on loopback addresses: an unmodified job (Flink's own streaming WordCount of
-``flink-examples-streaming`` 1.20.0) whose every remote TaskManager pair the profiler
-finds, a reporter that reports every second, and ``streamband manage`` with a ``flink:``
-section that lists the job, its flows and its reports."""
+"""Flink on loopback addresses: a reporter that reports every second while an unmodified
+job (Flink's own streaming WordCount of ``flink-examples-streaming`` 1.20.0) runs, and
+``streamband manage`` with a ``flink:`` section that lists the job, its flows and its
+reports. That every remote TaskManager pair of WordCount is found in the profiler is
+tested on the testbed (tests/flink/test_flink_testbed.py)."""
 
 from __future__ import annotations
 
@@ -16,13 +17,10 @@ import httpx
 import numpy as np
 import yaml
 
-from streamband.flink import cluster as fc
 from streamband.flink.engine import FlinkEngine
-from streamband.flink.flows import placement, tm_pairs, tm_pids
+from streamband.flink.flows import placement, tm_pairs
 from streamband.flink.home import EXAMPLES_JAR
-from streamband.flink.profiler import FlinkProfiler, observed_pairs
 from streamband.loop.reports import read_snapshot
-from streamband.loop.sockets import tcp_sockets
 from streamband.manage.config import Network, load_config
 from streamband.manage.stage import wait_for
 from streamband.procs import stop
@@ -37,44 +35,6 @@ def _words(d: Path, files: int = 4, lines: int = 20000, name: str = "part") -> N
     for f in range(files):
         (d / f"{name}{f}.txt").write_text("\n".join(
             " ".join(rnd.choice(vocab, 12)) for _ in range(lines)))
-
-
-def test_wordcount_every_remote_pair_in_profiler(loopback, tmp_path: Path):
-    """WordCount (source -> tokenizer -> keyBy -> counter -> sink, parallelism 2 over two
-    TaskManagers of one slot each) carries its hash edge both ways between them: the
-    REST API's subtask locations give both directed pairs, the reporters' remote input
-    channels name both, and the profiler finds each pair's socket and its bytes."""
-    cluster, snapshot = loopback
-    _words(tmp_path / "in")
-    jar = cluster.home / "examples" / EXAMPLES_JAR
-    job = cluster.submit(jar, WORDCOUNT, ["--input", str(tmp_path / "in"), "--output",
-                                          str(tmp_path / "out"), "--discovery-interval", "2s"],
-                         parallelism=2)
-    try:
-        cluster.wait_running(job)
-        place = placement(cluster.rest, job)
-        pairs = tm_pairs(place)
-        tms = {s["tm"] for v in place["vertices"].values() for s in v["subtasks"]}
-        assert tms == {"w1", "w2"}, place  # one slot each: the job spans both
-        assert {(p.src.id, p.dst.id) for p in pairs} == {("w1", "w2"), ("w2", "w1")}
-        assert all(p.edges == ("file-input->counter",) for p in pairs), pairs
-        deadline = time.monotonic() + 60
-        want = {(f"{p.src.host}:{p.src.data_port}", p.dst.id) for p in pairs}
-        while time.monotonic() < deadline and not want <= observed_pairs(
-                read_snapshot(snapshot), job):
-            time.sleep(1)
-        assert want <= observed_pairs(read_snapshot(snapshot), job)
-        names = lambda: tm_pids(fc.tagged_processes(str(cluster.work)))  # noqa: E731
-        prof = FlinkProfiler(snapshot, job, pairs, lambda ip, p: tcp_sockets(None, p), names)
-        sent = np.zeros(len(pairs))
-        for _ in range(5):
-            time.sleep(1)
-            sent += prof.flow_state().sent
-        assert all(s is not None for s in prof.last["socket"]), prof.last
-        assert prof.last["channels_found"] == [1.0, 1.0]
-        assert np.all(sent > 0), sent
-    finally:
-        cluster.cancel(job)
 
 
 def test_reporter_every_second(loopback, tmp_path: Path):

@@ -182,8 +182,12 @@ def test_wordcount_every_remote_pair_in_profiler(testbed_cluster):
                          ["--input", str(out / "in"), "--output", str(out / "out"),
                           "--discovery-interval", "2s"], parallelism=2)
     cluster.wait_running(job)
-    pairs = [p for p in tm_pairs(placement(cluster.rest, job)) if p.remote]
+    place = placement(cluster.rest, job)
+    pairs = [p for p in tm_pairs(place) if p.remote]
     assert len(pairs) == 2, pairs  # the hash edge both ways between w1's and w2's hosts
+    # one slot per TaskManager: the job spans both, and only its hash edge crosses
+    assert {s["tm"] for v in place["vertices"].values() for s in v["subtasks"]} == {"w1", "w2"}
+    assert all(p.edges == ("file-input->counter",) for p in pairs), pairs
     snapshot = cluster.work / "profile.json"
     want = {(f"{p.src.host}:{p.src.data_port}", p.dst.id) for p in pairs}
     deadline = time.monotonic() + 60
@@ -199,5 +203,6 @@ def test_wordcount_every_remote_pair_in_profiler(testbed_cluster):
         time.sleep(1)
         sent += prof.flow_state().sent
     assert all(s is not None for s in prof.last["socket"]), prof.last
+    assert prof.last["channels_found"] == [1.0, 1.0]
     assert np.all(sent > 0), sent
     cluster.cancel(job)

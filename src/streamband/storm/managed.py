@@ -190,6 +190,7 @@ class ManagedTopology:
             "meters": meters,
             "rates": rates,
             "report_age_max_s": max(ages) if ages else None,
+            "report_age_p50_s": float(np.median(ages)) if ages else None,
             "sources_start": src0, "sources_end": src1,
             "stores_start": stores0, "stores": stores,
         }
