@@ -8,10 +8,12 @@ Kafka's offsets: produced = seen at the sink + waiting in the store."""
 from __future__ import annotations
 
 import json
+import statistics
 import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from streamband.kafka import broker as kb
@@ -91,9 +93,11 @@ def test_reports_carry_lag_and_store(broker: kb.Broker, storm: StormCluster):
     spouts = {k: v for k, v in seen.items() if any("sources" in r for r in v)}
     joins = {k: v for k, v in seen.items() if any("stores" in r for r in v)}
     assert len(spouts) == 2 and len(joins) == 1
+    # the reporter's timer runs at a fixed rate of 1 s: a late report (a JVM busy beside
+    # other work) is followed by an early one, so the gaps' median stays at the period
     for runs in [*spouts.values(), *joins.values()]:
         t = [r["t"] for r in runs]
-        assert len(t) >= TRUCK_S and max(b - a for a, b in zip(t, t[1:], strict=False)) <= 2.5
+        assert len(t) >= TRUCK_S and abs(statistics.median(np.diff(t)) - 1.0) < 0.1, t
     for runs in spouts.values():
         for r in runs:
             for tp in next(iter(r["sources"].values())).values():

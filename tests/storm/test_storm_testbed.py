@@ -55,8 +55,9 @@ def test_fork_join_tcp_then_appaware(storm_testbed, tmp_path, request):
     for r in runs:
         assert r["loop_errors"] == []
         assert r["allocations"] >= SECONDS - 3
-        # every worker reports once a second, and the state uses the newest reports: the
-        # receiver writes them every 0.2 s, so half the steps see one under 1.2 s old
+        # every worker reports once a second, and the state uses each sender's newest
+        # report, under one 1-s period old while reports are on time: so in the median
+        # step, with 0.2 s for a JVM timer that slips
         assert r["profiles"] >= 4 * (SECONDS - 3)
         assert r["report_age_p50_s"] is not None and r["report_age_p50_s"] < 1.2
         assert r["failed"] == 0 and r["acked"] > 0
