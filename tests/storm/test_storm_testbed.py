@@ -5,6 +5,7 @@ all the same."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from pathlib import Path
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.usefixtures("storm_testbed")
 SECONDS = 30.0
 
 
-def test_fork_join_tcp_then_appaware(storm_testbed, tmp_path, request):
+def test_fork_join_appaware_against_tcp(storm_testbed, tmp_path, request):
     tb, cluster = storm_testbed
     ips = (tb.ip("w1"), tb.ip("w2"))
     # TP1 (001 Fig. 1b): A, B on w1; C, D on w2; A->C (4 KB) and B->D (6 KB) share w1's
@@ -65,10 +66,19 @@ def test_fork_join_tcp_then_appaware(storm_testbed, tmp_path, request):
     app = [r for r in runs if r["policy"] == "appaware"]
     assert all(r["meters"] == [] or all(m["rate_bps"] is None for m in r["meters"])
                for r in tcp)
-    for r in app:
-        metered = sorted((m["flow"]["dst_port"], m["flow"]["src_ip"], m["flow"]["dst_ip"])
-                         for m in r["meters"] if m["rate_bps"] is not None)
-        assert metered == sorted((k["dst_port"], k["src_ip"], k["dst_ip"]) for k in expected)
+    # appaware's meters sit on exactly the two flows, and it capped both at the steps that
+    # found w1's uplink bottlenecked: on a busy machine the workers can fall behind the
+    # spout for a while, and the window's last step may leave both uncapped
+    for i, r in enumerate(runs):
+        if r["policy"] != "appaware":
+            continue
+        meters = sorted((m["flow"]["dst_port"], m["flow"]["src_ip"], m["flow"]["dst_ip"])
+                        for m in r["meters"])
+        assert meters == sorted((k["dst_port"], k["src_ip"], k["dst_ip"]) for k in expected)
+        steps = [json.loads(line) for line in
+                 (tmp_path / f"{i}-appaware.jsonl").read_text().splitlines()]
+        assert any(None not in s["rates_bps"] for s in steps)
+        assert all(s["rates_bps"].count(None) in (0, 2) for s in steps)
     assert sum(r["throughput_tps"] for r in app) > sum(r["throughput_tps"] for r in tcp)
 
 
