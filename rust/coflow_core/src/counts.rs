@@ -105,9 +105,9 @@ pub fn at_event(ev: u64) -> bool {
 }
 
 /// Add `n` to counter `i` (nothing without the `counts` feature), as a load and a
-/// store: a `fetch_add` is a locked add on x86, a full barrier that stalled the loops it
-/// counts in (perf, stream on fat-tree k=16: 36 % of `apply_fill`'s samples on one).
-/// Runs in concurrent threads of one process may lose increments of each other's.
+/// store: a `fetch_add` is a locked add on x86, a full barrier that would stall the loops
+/// it counts, so a counts build would not profile as the normal one does. Runs in
+/// concurrent threads of one process may lose increments of each other's.
 #[macro_export]
 macro_rules! count {
     ($i:expr, $n:expr) => {
