@@ -30,11 +30,11 @@ WORDCOUNT = "org.apache.flink.streaming.examples.wordcount.WordCount"
 
 def _words(d: Path, files: int = 4, lines: int = 20000, name: str = "part") -> None:
     rnd = np.random.default_rng(1)
-    vocab = [f"w{i}" for i in range(5000)]
+    vocab = np.array([f"w{i}" for i in range(5000)])
     d.mkdir(parents=True, exist_ok=True)
     for f in range(files):
         (d / f"{name}{f}.txt").write_text("\n".join(
-            " ".join(rnd.choice(vocab, 12)) for _ in range(lines)))
+            " ".join(line) for line in rnd.choice(vocab, (lines, 12))))
 
 
 def test_reporter_every_second(loopback, tmp_path: Path):

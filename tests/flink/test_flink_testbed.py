@@ -172,11 +172,11 @@ def testbed_cluster(tmp_path_factory: pytest.TempPathFactory):
 def test_wordcount_every_remote_pair_in_profiler(testbed_cluster):
     tb, cluster, out = testbed_cluster
     rnd = np.random.default_rng(1)
-    vocab = [f"w{i}" for i in range(5000)]
+    vocab = np.array([f"w{i}" for i in range(5000)])
     (out / "in").mkdir()
     for f in range(4):
         (out / "in" / f"part{f}.txt").write_text("\n".join(
-            " ".join(rnd.choice(vocab, 12)) for _ in range(20000)))
+            " ".join(line) for line in rnd.choice(vocab, (20000, 12))))
     job = cluster.submit(cluster.home / "examples" / EXAMPLES_JAR,
                          "org.apache.flink.streaming.examples.wordcount.WordCount",
                          ["--input", str(out / "in"), "--output", str(out / "out"),

@@ -77,12 +77,17 @@ def submit(jar: Path = typer.Argument(..., help="the job's jar"),
            set_: list[str] = typer.Option([], "--set", help="KEY=VALUE into the job's "
                                           "configuration (flink run -D)"),
            parallelism: int = typer.Option(None, help="the job's default parallelism"),
+           classpath: list[Path] = typer.Option([], "--classpath", help="a jar every Flink "
+                                                "process reads from its own disk (flink run "
+                                                "-C), e.g. flink/target/streamband-flink-"
+                                                "kafka.jar for streamband's jobs"),
            wait: bool = typer.Option(True, help="wait until every subtask runs"),
            ) -> None:
     """Submit a job detached, as `flink run -d [-c C] [-D K=V] JAR ARGS`; prints its id and
     where each subtask runs (JSON)."""
-    if not jar.is_file():
-        raise fail(f"jar {jar}: no such file")
+    for j in (jar, *classpath):
+        if not j.is_file():
+            raise fail(f"jar {j}: no such file")
     conf: dict[str, str] = {}
     for item in set_:
         key, eq, val = item.partition("=")
@@ -91,7 +96,8 @@ def submit(jar: Path = typer.Argument(..., help="the job's jar"),
         conf[key] = val
     try:
         c = fc.attach()
-        job = c.submit(jar, class_, list(args or []), conf, parallelism)
+        job = c.submit(jar, class_, list(args or []), conf, parallelism,
+                       classpaths=list(classpath))
         out = {"job": job}
         if wait:
             from streamband.flink.flows import placement

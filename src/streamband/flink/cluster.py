@@ -38,7 +38,7 @@ import yaml
 
 from streamband import maven, procs
 from streamband.errors import PreconditionError
-from streamband.flink.home import ensure_home, install_plugin, jobs_jar, reporter_jar
+from streamband.flink.home import ensure_home, install_plugin, jobs_jar, kafka_jar, reporter_jar
 from streamband.procs import RUN_DIR, Cleanup, ClusterState, Host, java_error, marked_env
 
 STATE = RUN_DIR / "flink.json"
@@ -431,11 +431,13 @@ class FlinkCluster:
     # -- jobs -----------------------------------------------------------------------------
     def submit(self, jar: Path, main: str | None = None, args: list[str] | None = None,
                conf: dict[str, Any] | None = None, parallelism: int | None = None,
-               timeout: float = 180.0) -> str:
+               timeout: float = 180.0, classpaths: list[Path] | None = None) -> str:
         """Runs Flink's client (``flink run -d``) on the master: submits ``jar`` (its
         ``main``, or the jar's own Main-Class) detached with ``args``; ``conf``: settings
         given to the client as ``-Dkey=value`` (what ``flink run -D`` passes into the job's
-        configuration). Returns the job id.
+        configuration); ``classpaths``: jars every process reads from its own disk (``flink
+        run -C file://...``), beside the job's jar, which the TaskManagers fetch from the
+        JobManager. Returns the job id.
 
         Raises
         ------
@@ -450,6 +452,8 @@ class FlinkCluster:
             cli += ["-p", str(parallelism)]
         for k, v in (conf or {}).items():
             cli.append(f"-D{k}={v}")
+        for cp in classpaths or []:
+            cli += ["-C", Path(cp).resolve().as_uri()]
         key = f"client-{len(self.procs)}"
         cmd = self.java(m, "master", "org.apache.flink.client.cli.CliFrontend", *cli,
                         str(Path(jar).resolve()), *(args or []), jvm=["-Xmx192m"],
@@ -514,6 +518,9 @@ class FlinkCluster:
 
     def jobs_jar(self) -> Path:
         return jobs_jar(self.progress)
+
+    def kafka_jar(self) -> Path:
+        return kafka_jar(self.progress)
 
 
 def rest_get(host: Host, port: int, path: str, timeout: float = 10.0) -> Any:

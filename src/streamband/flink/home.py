@@ -18,8 +18,12 @@ EXAMPLES_VERSION = "1.20.0"
 JAVA_PROJECT = maven.REPO_ROOT / "flink"
 #: the metrics reporter, installed as a plug-in (``plugins/streamband/``)
 REPORTER_JAR = "streamband-flink-reporter.jar"
-#: the benchmark jobs with the Kafka connector inside (a job jar, as Flink users ship one)
-JOBS_JAR = "streamband-flink-jobs.jar"
+#: the benchmark jobs' classes (the jar a job submits: tens of KB, which each TaskManager
+#: fetches from the JobManager's blob server through the testbed's links)
+JOBS_JAR = "streamband-flink.jar"
+#: the Kafka connector and its dependencies, read by every process from the local disk
+#: (``flink run -C file://...``: the testbed's hosts share one file system)
+KAFKA_JAR = "streamband-flink-kafka.jar"
 EXAMPLES_JAR = f"flink-examples-streaming-{EXAMPLES_VERSION}.jar"
 
 _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
@@ -66,14 +70,20 @@ def ensure_home(progress: ProgressFn | None = None) -> Path:
 
 def reporter_jar(progress: ProgressFn | None = None) -> Path:
     """The reporter plug-in's jar, built with Maven from ``flink/`` when a source is newer
-    (one ``mvn package`` builds both jars)."""
+    (one ``mvn package`` builds the three jars)."""
     maven.project_jar(JAVA_PROJECT, JOBS_JAR, progress)
     return JAVA_PROJECT / "target" / REPORTER_JAR
 
 
 def jobs_jar(progress: ProgressFn | None = None) -> Path:
-    """The benchmark jobs' jar (the Kafka connector shaded in)."""
+    """The benchmark jobs' jar (without the Kafka connector: :func:`kafka_jar`)."""
     return maven.project_jar(JAVA_PROJECT, JOBS_JAR, progress)
+
+
+def kafka_jar(progress: ProgressFn | None = None) -> Path:
+    """The Kafka connector's jar, a class path of the benchmark jobs (built by the same
+    ``mvn package``)."""
+    return maven.project_jar(JAVA_PROJECT, KAFKA_JAR, progress)
 
 
 def install_plugin(home: Path, jar: Path) -> Path:
