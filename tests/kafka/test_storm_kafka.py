@@ -19,7 +19,6 @@ import pytest
 from streamband.kafka import broker as kb
 from streamband.kafka import replay as kr
 from streamband.storm.cluster import StormCluster, loopback_spec, tagged_processes, usage
-from streamband.storm.home import JAVA_PROJECT
 
 RATE, TRUCK_S, TRAFFIC_S = 200.0, 30.0, 10.0
 TRUCK_B, TRAFFIC_B = 1024, 512
@@ -47,9 +46,8 @@ def test_reports_carry_lag_and_store(broker: kb.Broker, storm: StormCluster):
             "streamband.kafka.guarantee": "at-least-once",
             "streamband.placement": {"trucks": [W1], "traffic": [W1], "combine": [W2],
                                      "score": [W2]}}
-    # built beside the cluster's streamband-storm.jar by the same `mvn package`
-    jar = JAVA_PROJECT / "target" / "streamband-storm-kafka.jar"
-    name = storm.submit(jar, "streamband.storm.topo.TruckingIoT", "ti-kafka", conf)["id"]
+    name = storm.submit(storm.jar, "streamband.storm.topo.TruckingIoT", "ti-kafka",
+                        conf)["id"]
     storm.wait_running("ti-kafka")
     snapshot = Path(storm.work) / "profile.json"
     deadline = time.monotonic() + 180

@@ -1,11 +1,13 @@
 """Storm on the testbed under streamband's manager (000 §V on a real stream engine):
-001's fork-join pinned to two worker hosts, 30-s windows of plain TCP and of app-aware
-meters on the same running topology (ABBA); and a topology streamband did not build, profiled
-all the same."""
+001's fork-join pinned to two worker hosts, a window of plain TCP then one of app-aware
+meters on the same running topology; and a topology streamband did not build, profiled
+all the same. The throughput either policy gives is measured by ``perf/storm_forkjoin.py``
+(repeated, in alternating order, paired gains), not asserted here."""
 
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 import time
 from pathlib import Path
@@ -20,7 +22,7 @@ from streamband.storm.profiler import StormProfiler
 from streamband.storm.workloads import fork_join, fork_join_placement
 
 pytestmark = pytest.mark.usefixtures("storm_testbed")
-SECONDS = 30.0
+SECONDS = {"tcp": 20.0, "appaware": 30.0}
 
 
 def test_fork_join_appaware_against_tcp(storm_testbed, tmp_path, request):
@@ -47,39 +49,36 @@ def test_fork_join_appaware_against_tcp(storm_testbed, tmp_path, request):
                 for d in "CD"]
     assert [{k: v for k, v in key.items() if k != "src_port"} for key in mt.keys] == expected
     time.sleep(10)  # warm-up, excluded
-    # ABBA: the topology's queues grow through the run (the spout is open-loop), so each
-    # policy gets an early and a late window and neither is judged on the later state alone
-    runs = [mt.run(p, SECONDS, log=tmp_path / f"{i}-{p}.jsonl")
-            for i, p in enumerate(("tcp", "appaware", "appaware", "tcp"))]
+    runs = [mt.run(p, SECONDS[p], log=tmp_path / f"{p}.jsonl") for p in ("tcp", "appaware")]
     print([(r["policy"], round(r["throughput_tps"], 1), r["latency_ms"], r["failed"],
             r["report_age_p50_s"]) for r in runs])
     for r in runs:
+        seconds = SECONDS[r["policy"]]
         assert r["loop_errors"] == []
-        assert r["allocations"] >= SECONDS - 3
+        assert r["allocations"] >= seconds - 3
         # every worker reports once a second, and the state uses each sender's newest
         # report, under one 1-s period old while reports are on time: so in the median
         # step, with 0.2 s for a JVM timer that slips
-        assert r["profiles"] >= 4 * (SECONDS - 3)
+        assert r["profiles"] >= 4 * (seconds - 3)
         assert r["report_age_p50_s"] is not None and r["report_age_p50_s"] < 1.2
         assert r["failed"] == 0 and r["acked"] > 0
-    tcp = [r for r in runs if r["policy"] == "tcp"]
-    app = [r for r in runs if r["policy"] == "appaware"]
-    assert all(r["meters"] == [] or all(m["rate_bps"] is None for m in r["meters"])
-               for r in tcp)
+    tcp, app = runs
+    assert tcp["meters"] == [] or all(m["rate_bps"] is None for m in tcp["meters"])
     # appaware's meters sit on exactly the two flows, and it capped both at the steps that
     # found w1's uplink bottlenecked: on a busy machine the workers can fall behind the
     # spout for a while, and the window's last step may leave both uncapped
-    for i, r in enumerate(runs):
-        if r["policy"] != "appaware":
-            continue
-        meters = sorted((m["flow"]["dst_port"], m["flow"]["src_ip"], m["flow"]["dst_ip"])
-                        for m in r["meters"])
-        assert meters == sorted((k["dst_port"], k["src_ip"], k["dst_ip"]) for k in expected)
-        steps = [json.loads(line) for line in
-                 (tmp_path / f"{i}-appaware.jsonl").read_text().splitlines()]
-        assert any(None not in s["rates_bps"] for s in steps)
-        assert all(s["rates_bps"].count(None) in (0, 2) for s in steps)
-    assert sum(r["throughput_tps"] for r in app) > sum(r["throughput_tps"] for r in tcp)
+    meters = sorted((m["flow"]["dst_port"], m["flow"]["src_ip"], m["flow"]["dst_ip"])
+                    for m in app["meters"])
+    assert meters == sorted((k["dst_port"], k["src_ip"], k["dst_ip"]) for k in expected)
+    steps = [json.loads(line) for line in (tmp_path / "appaware.jsonl").read_text().splitlines()]
+    capped = [s["rates_bps"] for s in steps if None not in s["rates_bps"]]
+    assert capped and all(s["rates_bps"].count(None) in (0, 2) for s in steps)
+    # the join takes B's and C's tuples one for one: B->D's 6 KB against A->C's 4 KB want
+    # 12 / 8 Mbit/s of w1's 20 (eq. (3)), where TCP's halves give 10 / 10
+    to_c, to_d = (statistics.median(c[i] for c in capped) for i in range(2))
+    print(f"appaware's caps, median of {len(capped)} steps: A->C {to_c / 1e6:.2f}, "
+          f"B->D {to_d / 1e6:.2f} Mbit/s")
+    assert to_d > to_c
 
 
 def worker_heaps(topology_id: str, workers: int, timeout: float = 60.0) -> dict[int, bytes]:

@@ -28,7 +28,7 @@ from streamband.storm.home import (
     JAR_NAME,
     ensure_home,
     install_jar,
-    kafka_topology_jar,
+    kafka_client_jar,
     streamband_jar,
 )
 
@@ -94,9 +94,10 @@ class StormCluster:
         self.progress = progress
         self.home = home or ensure_home(progress)
         install_jar(self.home, streamband_jar(progress))
-        #: the jar topologies of storm/ are submitted with: the classes of the one on every
-        #: worker's classpath (extlib) and the Kafka client its Kafka-fed sources load
-        self.jar = kafka_topology_jar(progress)
+        #: the jar topologies of storm/ are submitted with (the one on every worker's
+        #: classpath, extlib), and the Kafka client they read from the hosts' disk
+        self.jar = streamband_jar(progress)
+        self.classpath = [kafka_client_jar(progress)]
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
 
     # -- configuration ----------------------------------------------------------------
@@ -257,9 +258,13 @@ class StormCluster:
 
     def submit(self, jar: Path, main: str, name: str | None = None,
                conf: dict[str, Any] | None = None, args: list[str] | None = None,
-               timeout: float = 120.0) -> dict[str, Any]:
+               timeout: float = 120.0, classpath: list[Path] | None = None
+               ) -> dict[str, Any]:
         """Runs ``main`` from ``jar`` on the master, as ``storm jar`` does, and returns the
-        summary of the topology it submitted.
+        summary of the topology it submitted. ``classpath``: jars the client and each worker
+        read from their own disk (Storm's ``topology.classpath``), beside ``jar``, which
+        every supervisor fetches from Nimbus; by default the Kafka client where ``jar`` is
+        :attr:`jar`, the one storm/'s topologies are submitted with.
 
         ``args`` are ``main``'s arguments, as given, and ``conf`` reaches the topology
         through Storm's ``storm.options`` (what ``storm jar ... -c key=value`` passes;
@@ -275,6 +280,11 @@ class StormCluster:
             ``main`` exited with an error, or no new topology appeared in ``timeout``.
         """
         before = {t["name"] for t in self.admin("list")["topologies"]}
+        if classpath is None:
+            classpath = self.classpath if Path(jar).resolve() == self.jar.resolve() else []
+        extra = [str(Path(p).resolve()) for p in classpath]
+        if extra:
+            conf = {**(conf or {}), "topology.classpath": ":".join(extra)}
         # storm/'s topologies read CONF.yaml (TT's word list would pass the size the
         # kernel allows one argument); any other main gets the conf as storm jar gives it
         options = storm_options(conf) if conf and args is not None else None
@@ -288,7 +298,8 @@ class StormCluster:
                 args.append(str(f))
         jar = Path(jar).resolve()
         m = self.spec.master
-        cmd = self.java(m, main, *args, heap_mb=192, cp_extra=[str(jar)], logfile="client.log")
+        cmd = self.java(m, main, *args, heap_mb=192, cp_extra=[str(jar), *extra],
+                        logfile="client.log")
         at = cmd.index("-cp")
         cmd[at:at] = [f"-Dstorm.jar={jar}"] + ([f"-Dstorm.options={options}"] if options else [])
         key = f"client-{name or main.rsplit('.', 1)[-1]}-{len(self.procs)}"

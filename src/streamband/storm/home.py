@@ -14,8 +14,8 @@ from streamband.maven import ProgressFn
 STORM_VERSION = "2.8.1"
 JAVA_PROJECT = maven.REPO_ROOT / "storm"
 JAR_NAME = "streamband-storm.jar"
-#: the topology jar of the Kafka-fed topologies (storm-kafka-client and kafka-clients
-#: shaded in: Storm's documented way to give workers a Kafka client)
+#: storm-kafka-client and kafka-clients, on the class path of storm/'s topologies
+#: (``topology.classpath``: read from each host's disk, where the testbed's hosts share one)
 KAFKA_JAR_NAME = "streamband-storm-kafka.jar"
 
 _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
@@ -74,11 +74,10 @@ def streamband_jar(progress: ProgressFn | None = None) -> Path:
     return maven.project_jar(JAVA_PROJECT, JAR_NAME, progress)
 
 
-def kafka_topology_jar(progress: ProgressFn | None = None) -> Path:
-    """The Kafka-fed topologies' jar, built with :func:`streamband_jar` (one ``mvn
-    package`` of ``storm/``)."""
-    streamband_jar(progress)
-    return JAVA_PROJECT / "target" / KAFKA_JAR_NAME
+def kafka_client_jar(progress: ProgressFn | None = None) -> Path:
+    """The Kafka client of the Kafka-fed topologies, built with :func:`streamband_jar`
+    (one ``mvn package`` of ``storm/``)."""
+    return maven.project_jar(JAVA_PROJECT, KAFKA_JAR_NAME, progress)
 
 
 def install_jar(home: Path, jar: Path) -> Path:
