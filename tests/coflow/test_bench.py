@@ -29,6 +29,9 @@ def test_bench_factors_are_ratios_of_the_runs(trace_path, tmp_path):
             assert r["coflows"] == f["runs"]["stream"]["coflows"]
             if p != "stream":
                 assert f[p] == pytest.approx(r["avg_cct_s"] / s, rel=1e-12)
+    # stream-oracle, not one of 004's schemes, runs the whole trace on the big switch only
+    assert "stream-oracle" in sc["single wave/big switch 1G"]["runs"]
+    assert "stream-oracle" not in sc["single wave/fat-tree k=4 1G"]["runs"]
     # WP's two forms and the information delay are runs of their own
     assert "stream (WP literal)" in sc["many-to-many/tpcds, 2 DAGs"]["runs"]
     assert len(sc["information delay/tpcds, 2 DAGs"]["runs"]) == 6
