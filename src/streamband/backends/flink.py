@@ -253,7 +253,7 @@ class FlinkRunner:
         f = self.cluster.work / f"job-{name}.json"
         f.write_text(json.dumps(conf))
         job = self.cluster.submit(self.cluster.jobs_jar(), JOBS[app.name], [str(f)],
-                                  classpaths=[self.cluster.kafka_jar()])
+                                  classpath=[self.cluster.kafka_jar()])
         self.cluster.wait_running(job)
         mj = ManagedJob(self.tb, self.cluster, job, self.cluster.work / "profile.json",
                         {k: float(v) for k, v in work.edge_bytes(app).items()})

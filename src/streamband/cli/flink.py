@@ -97,7 +97,7 @@ def submit(jar: Path = typer.Argument(..., help="the job's jar"),
     try:
         c = fc.attach()
         job = c.submit(jar, class_, list(args or []), conf, parallelism,
-                       classpaths=list(classpath))
+                       classpath=list(classpath))
         out = {"job": job}
         if wait:
             from streamband.flink.flows import placement

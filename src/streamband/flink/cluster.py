@@ -431,11 +431,11 @@ class FlinkCluster:
     # -- jobs -----------------------------------------------------------------------------
     def submit(self, jar: Path, main: str | None = None, args: list[str] | None = None,
                conf: dict[str, Any] | None = None, parallelism: int | None = None,
-               timeout: float = 180.0, classpaths: list[Path] | None = None) -> str:
+               timeout: float = 180.0, classpath: list[Path] | None = None) -> str:
         """Runs Flink's client (``flink run -d``) on the master: submits ``jar`` (its
         ``main``, or the jar's own Main-Class) detached with ``args``; ``conf``: settings
         given to the client as ``-Dkey=value`` (what ``flink run -D`` passes into the job's
-        configuration); ``classpaths``: jars every process reads from its own disk (``flink
+        configuration); ``classpath``: jars every process reads from its own disk (``flink
         run -C file://...``), beside the job's jar, which the TaskManagers fetch from the
         JobManager. Returns the job id.
 
@@ -452,7 +452,7 @@ class FlinkCluster:
             cli += ["-p", str(parallelism)]
         for k, v in (conf or {}).items():
             cli.append(f"-D{k}={v}")
-        for cp in classpaths or []:
+        for cp in classpath or []:
             cli += ["-C", Path(cp).resolve().as_uri()]
         key = f"client-{len(self.procs)}"
         cmd = self.java(m, "master", "org.apache.flink.client.cli.CliFrontend", *cli,
