@@ -20,6 +20,7 @@ from streamband.model.testbed import load_spec
 from streamband.procs import clean, leftovers, marked_processes
 from streamband.sdn.client import ControllerClient
 from streamband.testbed import ovs
+from streamband.testbed.clean import project_interfaces
 from streamband.testbed.harness.dag import Dag
 from streamband.testbed.harness.run import run_dag
 from streamband.testbed.network import ALLOWED_CC, Testbed
@@ -121,6 +122,27 @@ def test_meters_stats_and_lease(cleanup):
         # fail-open: plain TCP, past what the meter let through (not a rate an idle
         # machine's userspace datapath reaches)
         assert res["end"]["sum_received"]["bits_per_second"] > METERED[1] * METER_BPS
+
+
+def test_services_network_crosses_no_link_under_test(cleanup):
+    """A broker's traffic (issue 33) over the services' network: hosts reach each other
+    there, none of it passes a switch port (no meter, no shaped link sees it), and the
+    bridge and its veths go with the testbed."""
+    spec = load_spec(SMALL)
+    with Testbed(spec) as tb:
+        client = ControllerClient(spec.api)
+        a, b = tb.service_ip("w1"), tb.service_ip("w2")
+        assert a != b and tb.service_ip("w1") == a  # connected once
+        tb.node("w2").cmd("iperf3 -s -p 5202 -D")
+        listening(tb, "w2", 5202)
+        before = {p["name"]: p["tx_bytes"] for p in client.ports(fresh=True)}
+        res = json.loads(tb.node("w1").cmd(f"iperf3 -c {b} -p 5202 -n 8M -J"))
+        assert res["end"]["sum_sent"]["bytes"] >= 8 * 2**20
+        sent = res["end"]["sum_received"]["bytes"]
+        after = {p["name"]: p["tx_bytes"] for p in client.ports(fresh=True)}
+        # the switch forwarded less than a hundredth of it (ARP, LLDP: nothing of it)
+        assert sum(after[n] - before.get(n, 0) for n in after) < sent / 100
+    assert [i for i in project_interfaces() if i.startswith("sbm")] == []
 
 
 def test_controller_crash_and_restart_keep_the_network_usable(cleanup):

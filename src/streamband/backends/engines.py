@@ -69,9 +69,14 @@ def start_testbed(spec: TestbedSpec, out: Path) -> Testbed:
 
 
 def master_broker(tb: Testbed, host: str = "master") -> Broker:
-    """A Kafka broker started inside ``host``'s namespace."""
+    """A Kafka broker started inside ``host``'s namespace, serving on the testbed's
+    services' network (:meth:`~streamband.testbed.network.Testbed.service_ip`), so that
+    the sources' fetches cross none of the links under test (issue 33)."""
     m = tb.state()["hosts"][host]
-    return Broker(BrokerSpec(host=m["ip"], prefix=[
+    ip = tb.service_ip(host)
+    for h in tb.topo.hosts:
+        tb.service_ip(h)
+    return Broker(BrokerSpec(host=ip, prefix=[
         "nsenter", f"--net=/proc/{m['pid']}/ns/net"])).start()
 
 

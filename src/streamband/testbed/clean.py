@@ -15,7 +15,8 @@ from streamband.testbed import ovs
 from streamband.testbed.network import restore_congestion_control
 from streamband.testbed.registry import ALLOWED_CC_BEFORE, STATE
 
-IFACE = re.compile(r"^(sb[hs]\d+-eth\d+|sbm\d+)(@\S+)?$")  # sbm: a management link
+# sbm: a management link, the services' network (its bridge, its veths)
+IFACE = re.compile(r"^(sb[hs]\d+-eth\d+|sbm\d+s?)(@\S+)?$")
 
 
 def project_interfaces() -> list[str]:

@@ -32,6 +32,7 @@ from streamband.testbed.registry import (
     read_state,
     write_state,
 )
+from streamband.testbed.service_network import ServiceNetwork
 
 
 class TestbedError(PreconditionError):
@@ -136,6 +137,8 @@ class Testbed:
         self.log_dir = log_dir or Path(tempfile.mkdtemp(prefix="streamband-testbed-"))
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.procs: list[subprocess.Popen[Any]] = []
+        #: the services' network beside the links under test (Kafka's broker)
+        self.services = ServiceNetwork()
         #: the allowed congestion controls before this testbed added its own (restored)
         self._widened_cc = False  # this testbed widened the machine's allowed list
 
@@ -150,6 +153,12 @@ class Testbed:
 
     def node(self, name: str) -> Any:
         return self.net[self.host_name.get(name) or self.switch_name[name]]
+
+    def service_ip(self, host: str) -> str:
+        """``host``'s address on the services' network (connected on first use), whose
+        traffic crosses none of the links under test
+        (:mod:`streamband.testbed.service_network`)."""
+        return self.services.attach(host, self.node(host).pid)
 
     def switch_port(self, host: str) -> str:
         """The switch-side veth of ``host``'s link (its downlink's egress)."""
@@ -408,6 +417,7 @@ class Testbed:
             except subprocess.TimeoutExpired:
                 pass
         self.procs.clear()
+        self.services.remove()
         if self.net is not None:
             try:
                 self.net.stop()
