@@ -56,3 +56,41 @@ def test_tcps_split_is_the_mean_of_the_last_uncapped_intervals():
     for measured in ([6, 14], [8, 12], [10, 10]):
         decide(g, [np.inf, np.inf], measured)
     assert g.tcp_bps == pytest.approx(np.array([9, 11]) * MBIT)  # the last two
+
+
+def _place(edges: list[tuple[str, str]], host: dict[str, str]) -> dict:
+    """A placement as :func:`streamband.flink.flows.placement` reads it from the REST API:
+    one subtask per vertex, each in a TaskManager of its own (``tm-V``) on ``host[V]``."""
+    names = sorted({v for e in edges for v in e})
+    return {"vertices": {v: {"name": v, "component": v, "parallelism": 1, "subtasks": [
+                {"subtask": 0, "tm": f"tm-{v}", "endpoint": None, "status": "RUNNING"}]}
+                         for v in names},
+            "edges": [{"src": a, "dst": b, "ship": "HASH"} for a, b in edges],
+            "taskmanagers": {f"tm-{v}": {"host": host[v], "data_port": 1} for v in names}}
+
+
+def test_one_sources_fork_join_is_paced_a_join_of_two_sources_is_not():
+    """001's fork-join (A feeds B and C, D joins them) on TP3's hosts: every pair carries
+    A's records alone, so both links are paced. Trucking IoT's combiner joins two
+    sources: its downlink carries both and is left to the policy; the truck source's
+    uplink carries its records alone."""
+    from streamband.flink.flows import pair_sources, tm_pairs
+    from streamband.loop.guard import paced_links
+
+    place = _place([("A", "B"), ("A", "C"), ("B", "D"), ("C", "D")],
+                   {"A": "s1", "D": "s1", "B": "s2", "C": "s2"})
+    pairs = [p for p in tm_pairs(place) if p.remote]
+    assert {p.edges for p in pairs} == {("A->B",), ("A->C",), ("B->D",), ("C->D",)}
+    assert set(pair_sources(place, pairs)) == {frozenset({("A", 0)})}
+    up = sp.csr_matrix([[1.0 if p.src.host == "s1" else 0.0, 1.0 if p.dst.host == "s1" else 0.0]
+                        for p in pairs])  # links: s1's uplink, s1's downlink
+    assert paced_links(up, pair_sources(place, pairs)).tolist() == [True, True]
+
+    place = _place([("truck", "join"), ("traffic", "join"), ("join", "sink")],
+                   {"truck": "h1", "traffic": "h2", "join": "h3", "sink": "h3"})
+    pairs = [p for p in tm_pairs(place) if p.remote]
+    srcs = pair_sources(place, pairs)
+    assert sorted(map(sorted, srcs)) == [[("traffic", 0)], [("truck", 0)]]
+    # links: h1's uplink (truck's pair), h3's downlink (both pairs)
+    r = sp.csr_matrix([[1.0 if p.src.host == "h1" else 0.0, 1.0] for p in pairs])
+    assert paced_links(r, srcs).tolist() == [True, False]

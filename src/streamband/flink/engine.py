@@ -18,7 +18,7 @@ import numpy as np
 
 from streamband.errors import PreconditionError
 from streamband.flink.cluster import rest_get
-from streamband.flink.flows import flow_key, placement, tm_pairs
+from streamband.flink.flows import flow_key, pair_sources, placement, tm_pairs
 from streamband.flink.profiler import FlinkProfiler
 from streamband.loop.engine import (
     DEFAULT_TUPLE_BYTES,
@@ -97,7 +97,10 @@ class FlinkEngine:
                  if p.edges else DEFAULT_TUPLE_BYTES for p in pairs]
         keys = [flow_key(p, None, []) or {} for p in pairs]
         names = [f"{p.src.host}:{p.src.data_port}->{p.dst.host} ({p.name})" for p in pairs]
-        return group_flows(pairs, keys, hints, names, topo)
+        mapping = group_flows(pairs, keys, hints, names, topo)
+        srcs = pair_sources(placement, pairs)
+        mapping.sources = [frozenset().union(*(srcs[j] for j in idx)) for idx in mapping.members]
+        return mapping
 
     def profiler(self, snapshot: Path, job_id: str, mapping: FlowMapping,
                  counters: Counters) -> SwitchMeasured:

@@ -156,6 +156,28 @@ def tm_pairs(place: dict[str, Any]) -> list[TmPair]:
     return [TmPair(a, b, tuple(e), tuple(c)) for (a, b), (e, c) in pairs.items()]
 
 
+def pair_sources(place: dict[str, Any], pairs: list[TmPair]) -> list[frozenset[tuple[str, int]]]:
+    """Per pair, the source subtasks (vertex id, subtask; a subtask with no input channel)
+    whose records its channels carry, through every channel upstream: what credit-based
+    flow control paces the pair with (:func:`streamband.loop.guard.paced_links`)."""
+    inputs: dict[tuple[str, int], list[tuple[str, int]]] = {}
+    for ch in channels(place):
+        inputs.setdefault((ch.dst_vertex, ch.dst_subtask), []).append(
+            (ch.src_vertex, ch.src_subtask))
+    memo: dict[tuple[str, int], frozenset[tuple[str, int]]] = {}
+
+    def up(task: tuple[str, int]) -> frozenset[tuple[str, int]]:
+        if task not in memo:
+            memo[task] = frozenset()  # a cycle (iterations) adds nothing twice
+            srcs = inputs.get(task)
+            memo[task] = (frozenset({task}) if not srcs
+                          else frozenset().union(*(up(t) for t in srcs)))
+        return memo[task]
+
+    return [frozenset().union(*(up((c.src_vertex, c.src_subtask)) for c in p.channels))
+            for p in pairs]
+
+
 def tm_pids(tag_pids: list[int]) -> dict[int, str]:
     """pid -> TaskManager name of the TaskManager JVMs among ``tag_pids`` (the name of
     its configuration directory, ``WORK/NAME/conf``)."""

@@ -15,8 +15,17 @@ from typing import Any
 import numpy as np
 
 from streamband.flink.cluster import FlinkCluster, tagged_processes
-from streamband.flink.flows import TmPair, connection, flow_key, placement, tm_pairs, tm_pids
+from streamband.flink.flows import (
+    TmPair,
+    connection,
+    flow_key,
+    pair_sources,
+    placement,
+    tm_pairs,
+    tm_pids,
+)
 from streamband.flink.profiler import FlinkProfiler, source_pending, tm_reports
+from streamband.loop.guard import paced_links
 from streamband.loop.openflow import ControllerLinkStats
 from streamband.loop.reports import read_snapshot, store_totals
 from streamband.loop.sockets import TcpSocket, tcp_sockets
@@ -62,6 +71,8 @@ class ManagedJob:
         self.keys = self.flow_keys()
         hosts = [(self.by_ip[p.src.host], self.by_ip[p.dst.host]) for p in self.pairs]
         self.routing = routing_matrix(tb.paths(hosts), len(tb.topo.links))
+        #: the links credit-based flow control already paces (left to TCP)
+        self.paced = paced_links(self.routing, pair_sources(self.place, self.pairs))
 
     def read(self, ip: str, processes: bool = True) -> list[TcpSocket]:
         return tcp_sockets(self.netns.get(ip), processes)
@@ -125,7 +136,7 @@ class ManagedJob:
         profiler = FlinkProfiler(self.snapshot, self.job, self.pairs, self.read, self.names)
         manager = window_manager(client, tb.topo.capacities, tb.link_ports(), tb.topo.kinds,
                                  self.routing, self.keys, policy, profiler, dt,
-                                 np.array(self.bytes), guard, enforce)
+                                 np.array(self.bytes), guard, enforce, paced=self.paced)
         loop = start_loop(manager, log, on_step)
         time.sleep(warmup_s)
         src0, s0 = (sources(), time.time()) if sources else ({}, None)

@@ -65,6 +65,10 @@ class FlowMapping:
     paths: list[list[int]]
     bytes_hint: list[float]
     unrouted: list[str] = field(default_factory=list)
+    #: per flow, the source tasks whose records it carries, where the engine's flow
+    #: control is credit-based (Flink; :func:`streamband.loop.guard.paced_links`); None
+    #: otherwise
+    sources: list[frozenset[Any]] | None = None
 
     @property
     def n(self) -> int:

@@ -163,6 +163,10 @@ class Manager:
         bottlenecked stays so until its flows' demands have stayed below its capacity
         for ``hold`` consecutive steps; the policy and the cap / no-cap mask both see
         these links (``AllocProblem.bottlenecked``). 1: the current step alone.
+    paced : ndarray (L,) of bool, optional
+        Links left to TCP whatever their load: their flows' engine already paces them
+        together (:func:`~streamband.loop.guard.paced_links`); the policy does not see
+        them as bottlenecked, and a flow on no other bottlenecked link stays uncapped.
     full_frac : float, optional
         A link whose demands reach its capacity counts as bottlenecked only while its
         measured load is at least this share of its capacity (:data:`FULL_FRAC`), when the
@@ -192,6 +196,7 @@ class Manager:
     guard: HarmGuard | None = None
     hold: int = HOLD_STEPS
     full_frac: float | None = FULL_FRAC
+    paced: np.ndarray | None = None
     history: list[Allocation] = field(default_factory=list)
     #: per link, consecutive steps whose demands stayed below capacity
     _calm: np.ndarray | None = field(default=None, repr=False)
@@ -259,6 +264,8 @@ class Manager:
         if util is not None and self.full_frac is not None:
             now_hot &= util >= self.full_frac
         problem.bottlenecked = self.held(now_hot)
+        if self.paced is not None:
+            problem.bottlenecked &= ~self.paced
         t0 = time.perf_counter()
         decision = as_decision(self.policy(problem))
         spent = time.perf_counter() - t0

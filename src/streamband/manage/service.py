@@ -59,7 +59,7 @@ from streamband.alloc.registry import POLICIES
 from streamband.errors import OptionError, PreconditionError
 from streamband.flink.engine import FlinkEngine
 from streamband.loop.engine import Engine, EngineError, FlowMapping, SwitchMeasured
-from streamband.loop.guard import HarmGuard
+from streamband.loop.guard import HarmGuard, paced_links
 from streamband.loop.live import ManagerMetrics, next_slot
 from streamband.loop.manager import LEASE_STEPS, Allocation, Lease, Manager
 from streamband.loop.openflow import (
@@ -469,7 +469,9 @@ class Service:
                                  policy=policy_fn(mt.policy), profiler=mt.profiler,
                                  linkstats=mt.linkstats, enforcer=mt.collect, dt=self.dt,
                                  weights=weights, guard=self._guard(mt.policy),
-                                 full_frac=self.cfg.manager.full_frac)
+                                 full_frac=self.cfg.manager.full_frac,
+                                 paced=(None if mapping.sources is None else
+                                        paced_links(mapping.routing, mapping.sources)))
             mt.rates = np.full(mapping.n, np.inf)
             mt.safe = self._saved(mt.name, mapping)
             mt.mapped_at = time.time()
