@@ -270,3 +270,18 @@ def test_a_stalled_loop_drops_the_steps_it_missed():
     assert gaps[2] >= 5 * dt  # the stalled step
     assert gaps.min() >= MIN_INTERVAL_FRAC * dt, gaps.round(3).tolist()
     assert not loop.errors
+
+
+@pytest.mark.parametrize("policy", [appaware, maxmin, weighted])
+def test_a_paced_link_is_never_capped(policy):
+    """A link whose flows one source paces (:func:`~streamband.loop.guard.paced_links`)
+    is found hot at every hot step, and neither flow on it is capped at any step."""
+    replay, rec = Replay(TRACE), Recorder()
+    m = Manager(routing=sp.csr_matrix(np.ones((2, 1))), link_kind=np.array([UPLINK]),
+                policy=policy, profiler=replay, linkstats=replay, enforcer=rec, dt=1.0,
+                weights=np.array([1.0, 1.0]), paced=np.array([True]))
+    for t in range(len(TRACE)):
+        m.step(float(t))
+    assert [bool(a.hot[0]) for a in m.history] == [s == HOT for s in TRACE]
+    assert not any(a.held.any() for a in m.history)
+    assert all(np.isinf(r).all() for r in rec.rates)
