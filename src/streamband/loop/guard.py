@@ -43,12 +43,11 @@ def paced_links(routing: Any, sources: Sequence[frozenset[Any]]) -> np.ndarray:
 
     Such flows are one closed loop: a source writes each record to every output it
     feeds and stalls when any of them lacks credit, so none of them is backlogged apart
-    from the others, and TCP's split already follows what the records need (Flink's
-    fork-join TP3: 1.26 : 0.65 Mbit/s for 8 : 4 KB per id). Eq. (3)'s demand there reads
-    the last interval's cap (an output stalled for a step shows ~0), so Algorithm 1 flips
-    the link between them each step (caps 0 / 1.94 then 1.64 / 0 Mbit/s) and the source
-    stalls for all (−21.6 % against TCP). A link that carries flows of different sources
-    (a join of two topics) is left to the policy.
+    from the others, and TCP's split already follows what the records need. Eq. (3)'s
+    demand there reads the last interval's cap (an output stalled for a step shows ~0),
+    so Algorithm 1 flips the link between them from step to step and the source stalls
+    for all. A link that carries flows of different sources (a join of two topics) is
+    left to the policy.
 
     >>> import scipy.sparse as sp
     >>> r = sp.csr_matrix(np.array([[1, 0], [1, 1], [0, 1]]))
