@@ -4,8 +4,8 @@
 
 A topic read by a source crosses the source's own downlink on the star: the fork-join's
 source A on S1 fetched 8 KB per id from the master's broker through the link that also
-brings D its 6 + 3 KB per id, so a third of the link under test carried traffic the
-manager does not allocate (issue 33: the broker's traffic does not cross the links under
+brings D its 6 + 3 KB per id, so the link under test carried traffic the manager does
+not allocate (issue 33: the broker's traffic does not cross the links under
 test unless a spec says so). Over this network it crosses no switch port, no meter and
 no shaped link. Clean-up after a crash: :mod:`streamband.testbed.clean` removes every
 ``sbm`` interface (the namespace ends go with their pairs or their namespaces).
