@@ -73,10 +73,9 @@ def master_broker(tb: Testbed, host: str = "master") -> Broker:
     services' network (:meth:`~streamband.testbed.network.Testbed.service_ip`), so that
     the sources' fetches cross none of the links under test (issue 33)."""
     m = tb.state()["hosts"][host]
-    ip = tb.service_ip(host)
-    for h in tb.topo.hosts:
+    for h in tb.topo.hosts:  # every host's sources and consumers reach it there
         tb.service_ip(h)
-    return Broker(BrokerSpec(host=ip, prefix=[
+    return Broker(BrokerSpec(host=tb.service_ip(host), prefix=[
         "nsenter", f"--net=/proc/{m['pid']}/ns/net"])).start()
 
 

@@ -32,8 +32,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
-from streamband.alloc.common import Entries, entries
+from streamband.alloc.common import Entries
 
 
 def paced_links(routing: Any, sources: Sequence[frozenset[Any]]) -> np.ndarray:
@@ -54,12 +55,10 @@ def paced_links(routing: Any, sources: Sequence[frozenset[Any]]) -> np.ndarray:
     >>> paced_links(r, [frozenset("A"), frozenset("A"), frozenset("B")]).tolist()
     [True, False]
     """
-    e = entries(routing)
-    out = np.zeros(e.n_links, bool)
-    for lk in range(e.n_links):
-        on = {sources[f] for f in e.rows[e.cols == lk]}
-        out[lk] = len(on) == 1 and bool(next(iter(on)))
-    return out
+    by_link = sp.csc_matrix(routing)
+    return np.array([len(on) == 1 and bool(next(iter(on))) for on in (
+        {sources[f] for f in by_link.indices[by_link.indptr[lk]:by_link.indptr[lk + 1]]}
+        for lk in range(by_link.shape[1]))], bool)
 
 
 @dataclass
