@@ -117,6 +117,22 @@ def test_window_reads_its_topic_backlog(windows, policy: str):
 
 
 @pytest.mark.parametrize("policy", ["tcp", "appaware"])
+def test_source_backlog_is_read_from_the_broker(windows, policy: str):
+    """A's reporter asks the broker for its topic's end offsets every report, a backlog
+    that back-pressure does not freeze as it freezes the source's pendingRecords: from the
+    first step it does so, within the warm-up, every later step reads A's two flows so;
+    the flows out of B and C carry no source's backlog."""
+    _, out = windows
+    (log,) = sorted(out.glob(f"*-{policy}-*.alloc.jsonl"))
+    states = [s["state"] for s in map(json.loads, log.read_text().splitlines())
+              if s.get("state")]
+    flags = [st["source_from_broker"] for st in states]
+    first = [i for i, f in enumerate(flags) if True in f]
+    assert first and first[0] <= WARMUP_S / DT, (log, flags[:20])
+    assert all(sorted(f, key=str) == [None, None, True, True] for f in flags[first[0]:]), log
+
+
+@pytest.mark.parametrize("policy", ["tcp", "appaware"])
 def test_no_report_older_than_three_steps(windows, policy: str):
     """Every TaskManager reports once a step (the reporter's interval is the loop's Δt),
     and the receiver keeps each report: none carries a negative number (an unknown count

@@ -18,14 +18,17 @@ PAIRS = [TmPair(SRC, C1, ("trucks->combiner",), (Channel("v1", 0, "v2", 0),)),
          TmPair(SRC, C2, ("trucks->combiner",), (Channel("v1", 0, "v2", 1),))]
 
 
-def _write(path: Path, handed: tuple[int, int], emitted: int, pending: int | None) -> None:
+def _write(path: Path, handed: tuple[int, int], emitted: int, pending: int | None,
+           kafka: dict | None = None) -> None:
     """The source's report: per subpartition (written, handed, queued) bytes, the records
-    it emitted and, unless None, its records not fetched yet; each consumer's input
-    channel of the pair."""
+    it emitted and, unless None, its records not fetched yet and its partitions' end and
+    next offsets; each consumer's input channel of the pair."""
     source = {"numRecordsOut": emitted,
               "out": [{"ds": "d1", "sub": [[h, h, 0] for h in handed]}]}
     if pending is not None:
         source["pendingRecords"] = pending
+    if kafka is not None:
+        source["kafka"] = kafka
     flow = {"src": {"engine": "flink", "topology": "job", "tm": SRC.id,
                     "tasks": {"v1:0": source}}}
     for k, tm in enumerate((C1, C2)):
@@ -53,3 +56,17 @@ def test_a_task_without_pending_records_adds_nothing(tmp_path: Path):
     prof = FlinkProfiler(snap, "job", PAIRS)
     _write(snap, (30_000, 10_000), 10, None)
     assert prof.flow_state().ls1 == pytest.approx([0.0, 0.0])
+
+
+def test_a_held_source_is_behind_by_the_brokers_end(tmp_path: Path):
+    """A source that back-pressure holds fetches nothing, so its pendingRecords keeps the
+    0 of its last fetch; the broker's end less the next offset it emits is its backlog."""
+    snap = tmp_path / "snapshot.json"
+    _write(snap, (0, 0), 0, 0)
+    prof = FlinkProfiler(snap, "job", PAIRS)
+    _write(snap, (30_000, 10_000), 10, 0, {"t/0": {"end": 2_010, "next": 10, "lag": 2_000}})
+    assert prof.flow_state().ls1 == pytest.approx([2_000 * 3_000, 2_000 * 1_000])
+    assert prof.last is not None and prof.last["source_from_broker"] == [True, True]
+    _write(snap, (30_000, 10_000), 10, 0)  # a reporter without the broker: the gauge alone
+    assert prof.flow_state().ls1 == pytest.approx([0.0, 0.0])
+    assert prof.last["source_from_broker"] == [False, False]

@@ -216,6 +216,8 @@ class FlinkRunner:
         hosts = [h for h in self.tb.topo.hosts if h != "master"]
         fspec = testbed_spec(self.tb.state(), self.out / "flink", "master", hosts,
                              placement=self.groups(spec, case))
+        assert self.broker is not None
+        fspec.kafka = self.broker.spec.bootstrap
         self.cluster = FlinkCluster(fspec)
         self.cluster.start()
         self.receiver = self.cluster.start_receiver()
@@ -264,12 +266,13 @@ class FlinkRunner:
 
     def sources(self, mj: ManagedJob) -> dict[str, dict[str, float]]:
         """The running job's Kafka sources now (:func:`source_view`): each topic's end
-        offsets from the broker, its backlog from the source tasks' ``pendingRecords``;
-        empty if the broker does not answer."""
+        offsets from the broker, its backlog from the source tasks' reports
+        (:func:`~streamband.flink.profiler.unread_records`); empty if the broker does not
+        answer."""
         assert self.broker is not None
         # the jobs run without checkpoints and the KafkaSource commits offsets only on a
         # checkpoint (enable.auto.commit off), so the broker has no consumer-group lag of
-        # them: the sources' own pendingRecords is the only backlog there is
+        # them: what the sources report emitting is the only position there is
         try:
             ends = offsets(self.broker, list(self.topics.values()))
         except (PreconditionError, subprocess.TimeoutExpired):

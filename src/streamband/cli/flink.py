@@ -6,6 +6,7 @@ profile receiver beside the JobManager."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -24,14 +25,21 @@ console = Console(stderr=True)
 def up(work: Path = typer.Option(Path("/tmp/streamband-flink"), help="the cluster's files"),
        loopback: int = typer.Option(0, help="N TaskManagers on 127.0.0.x instead of the testbed"),
        master: str = typer.Option("master", help="the testbed host of the JobManager"),
+       kafka: str = typer.Option("", help="HOST:PORT of the Kafka broker the jobs' sources "
+                                 "read: the reporters ask it for the topics' end offsets, "
+                                 "each source's backlog (default: the sources' "
+                                 "pendingRecords only)"),
        ) -> None:
     """Start the JobManager, the TaskManagers and the profile receiver (downloads Flink
     on first use)."""
     if loopback < 0:
         raise fail(f"--loopback: expected a number of TaskManagers >= 1, got {loopback}")
+    if kafka and not re.fullmatch(r"[^\s:,]+:\d{1,5}", kafka):
+        raise fail(f"--kafka: expected the broker as HOST:PORT, got {kafka!r}")
     t0 = time.monotonic()
     try:
         spec = engine_spec(loopback, work, master, fc.loopback_spec, fc.testbed_spec)
+        spec.kafka = kafka
         with console.status("Flink") as status:
             cluster = fc.FlinkCluster(spec, progress=lambda m: status.update(m))
             status.update("starting the JobManager and the TaskManagers")

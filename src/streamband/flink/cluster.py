@@ -38,7 +38,7 @@ import yaml
 
 from streamband import maven, procs
 from streamband.errors import PreconditionError
-from streamband.flink.home import ensure_home, install_plugin, jobs_jar, kafka_jar, reporter_jar
+from streamband.flink.home import ensure_home, install_plugin, jobs_jar, kafka_jar
 from streamband.procs import RUN_DIR, Cleanup, ClusterState, Host, java_error, marked_env
 
 STATE = RUN_DIR / "flink.json"
@@ -148,6 +148,9 @@ class ClusterSpec:
     collector_port: int = COLLECTOR_PORT
     memory: Memory = field(default_factory=Memory)
     extra_conf: dict[str, Any] = field(default_factory=dict)
+    #: the Kafka broker the jobs' sources read (HOST:PORT): the reporters ask it for the
+    #: topics' end offsets, a source's backlog that back-pressure does not freeze
+    kafka: str = ""
 
     @property
     def collector(self) -> str:
@@ -250,7 +253,7 @@ class FlinkCluster:
         self.work = Path(spec.work_dir).resolve()
         self.progress = progress
         self.home = home or ensure_home(progress)
-        install_plugin(self.home, reporter_jar(progress))
+        install_plugin(self.home, progress)
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.started_s: float | None = None
 
@@ -271,6 +274,7 @@ class FlinkCluster:
                 "streamband.flink.reporter.FlowReporterFactory",
             "metrics.reporter.streamband.interval": "1 SECONDS",
             "metrics.reporter.streamband.manager": s.collector,
+            **({"metrics.reporter.streamband.kafka": s.kafka} if s.kafka else {}),
             # per input gate and output partition queue lengths (issue 34, item 3)
             "taskmanager.network.detailed-metrics": True,
             "taskmanager.cpu.cores": 1.0,

@@ -86,10 +86,13 @@ def kafka_jar(progress: ProgressFn | None = None) -> Path:
     return maven.project_jar(JAVA_PROJECT, KAFKA_JAR, progress)
 
 
-def install_plugin(home: Path, jar: Path) -> Path:
+def install_plugin(home: Path, progress: ProgressFn | None = None) -> Path:
     """Puts the reporter into ``home/plugins/streamband/`` (Flink loads each plug-in
-    directory with a class loader of its own)."""
-    return maven.install(jar, home / "plugins" / "streamband" / REPORTER_JAR)
+    directory with a class loader of its own), with the Kafka client it asks the broker's
+    end offsets with (:data:`KAFKA_JAR`, read from the local disk)."""
+    plugin = home / "plugins" / "streamband"
+    maven.install(kafka_jar(progress), plugin / KAFKA_JAR)
+    return maven.install(reporter_jar(progress), plugin / REPORTER_JAR)
 
 
 def main() -> None:
@@ -97,7 +100,7 @@ def main() -> None:
     (CI does this before the tests)."""
     def build(progress: ProgressFn) -> Path:
         home = ensure_home(progress)
-        install_plugin(home, reporter_jar(progress))
+        install_plugin(home, progress)
         return home
 
     maven.ready("Flink home", build)

@@ -13,8 +13,8 @@ channels:
 - ``L^s_f`` (sender backlog): the socket's send queue plus what the producer's
   subpartitions hold, written but not yet handed to Netty (under credit-based flow control
   a channel's buffers wait there until the consumer announces credit); plus, for a pair
-  out of a source task, the bytes it will carry for the task's ``pendingRecords``
-  (FLIP-33; the Kafka source's records not fetched yet; :mod:`streamband.loop.source_backlog`);
+  out of a source task, the bytes it will carry for the records the task has not emitted
+  yet (:func:`unread_records`; :mod:`streamband.loop.source_backlog`);
 - ``L^r_f`` (receiver backlog): the bytes the consumer's input channels of the pair have
   received and the task has not yet processed, plus what waits in a join's own state for
   this input (operator gauge ``streamband-store``, per input component, split among the
@@ -74,30 +74,71 @@ def pair_channels(pair: TmPair, reports: dict[str, dict[str, Any]]) -> dict[str,
     return tot
 
 
+def unread_records(task: dict[str, Any]) -> float | None:
+    """The records a source task has yet to emit: per partition the log's end offset less
+    the next offset it emits (report ``kafka``, the end asked of the broker every report),
+    summed, or its ``pendingRecords`` (FLIP-33) where that is more; None for a task that is
+    no source.
+
+    ``pendingRecords`` is the consumer's lag at its last fetch, and a source that
+    back-pressure holds does not fetch: a source that had caught up kept reading 0 while its
+    topic grew, and eq. (3) kept its flows at ~0 (Flink TI, 10 Mbit/s: 0 for 50 s while
+    the broker's lag of its topic grew to 14,547 records). The broker's end less what was
+    emitted is never less than that lag for the same partitions; the larger of the two
+    also covers a partition that has emitted nothing yet.
+
+    Examples
+    --------
+    >>> unread_records({"pendingRecords": 0, "kafka": {"t/0": {"lag": 300}, "t/1": {"lag": 5}}})
+    305.0
+    >>> unread_records({"pendingRecords": 40, "kafka": {}})
+    40.0
+    >>> unread_records({"numRecordsOut": 7}) is None
+    True
+    """
+    kafka = task.get("kafka")
+    if "pendingRecords" not in task and not isinstance(kafka, dict):
+        return None
+    lag = sum(_count((v or {}).get("lag")) for v in (kafka or {}).values()) \
+        if isinstance(kafka, dict) else 0.0
+    return max(lag, _count(task.get("pendingRecords")))
+
+
 def _count(v: Any) -> float:
     """A reported count, or 0 where the reporter knew none (null)."""
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and v > 0 else 0.0
 
 
 def source_records(pair: TmPair, reports: dict[str, dict[str, Any]]) -> tuple[float, float]:
-    """(records not yet fetched, records emitted) of the pair's producing tasks that are
-    sources (report ``pendingRecords``; 0, 0 for any other task)."""
+    """(records not yet emitted, records emitted) of the pair's producing tasks that are
+    sources (:func:`unread_records`; 0, 0 for any other task)."""
     tasks = (reports.get(pair.src.id) or {}).get("tasks", {})
     pending = emitted = 0.0
     for key in {f"{ch.src_vertex}:{ch.src_subtask}" for ch in pair.channels}:
         task = tasks.get(key) or {}
-        if "pendingRecords" in task:
-            pending += _count(task.get("pendingRecords"))
+        unread = unread_records(task)
+        if unread is not None:
+            pending += unread
             emitted += _count(task.get("numRecordsOut"))
     return pending, emitted
 
 
+def broker_read(pair: TmPair, reports: dict[str, dict[str, Any]]) -> bool | None:
+    """Whether the pair's producing source tasks report their Kafka backlog from the
+    broker's end offsets (report ``kafka``), not only ``pendingRecords``; None for a pair
+    out of no source."""
+    tasks = (reports.get(pair.src.id) or {}).get("tasks", {})
+    srcs = [tasks.get(f"{ch.src_vertex}:{ch.src_subtask}") or {} for ch in pair.channels]
+    srcs = [t for t in srcs if unread_records(t) is not None]
+    return all(bool(t.get("kafka")) for t in srcs) if srcs else None
+
+
 def source_pending(reports: dict[str, dict[str, Any]], place: dict[str, Any]
                    ) -> dict[str, float]:
-    """Per component, the records its Kafka source has not fetched yet: the
-    ``pendingRecords`` (FLIP-33) of its source vertex's subtasks (a vertex named
-    ``Source: ...``, :func:`~streamband.flink.flows.placement`), summed; NaN while any of
-    them reports none.
+    """Per component, the records its Kafka source has not emitted yet
+    (:func:`unread_records`) of its source vertex's subtasks (a vertex named ``Source:
+    ...``, :func:`~streamband.flink.flows.placement`), summed; NaN while any of them
+    reports none.
 
     Examples
     --------
@@ -117,9 +158,9 @@ def source_pending(reports: dict[str, dict[str, Any]], place: dict[str, Any]
     for rep in reports.values():
         for key, task in (rep.get("tasks") or {}).items():
             vertex, _, sub = key.rpartition(":")
-            if "pendingRecords" in task and sub.isdigit():
-                seen.setdefault(str(task.get("vertex") or vertex), {})[int(sub)] = \
-                    _count(task.get("pendingRecords"))
+            unread = unread_records(task)
+            if unread is not None and sub.isdigit():
+                seen.setdefault(str(task.get("vertex") or vertex), {})[int(sub)] = unread
     out: dict[str, float] = {}
     for vid, v in place["vertices"].items():
         if not str(v["name"]).startswith("Source: "):
@@ -236,6 +277,7 @@ class FlinkProfiler:
                      "send_q": send_q.tolist(), "channels_found": [c["found"] for c in chans],
                      "sender_backlog_buffers": [c["backlog"] for c in chans],
                      "source_pending": pending.tolist(),
+                     "source_from_broker": [broker_read(p, reports) for p in self.pairs],
                      "socket": [s.four_tuple if s else None for s in kernel],
                      "report_age_s": max(ages) if ages else None,
                      "interval_s": self.interval_s, "tms": sorted(reports),

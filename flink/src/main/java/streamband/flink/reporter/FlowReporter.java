@@ -7,7 +7,9 @@ import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.flink.metrics.Counter;
 import org.apache.flink.metrics.Gauge;
@@ -46,6 +48,11 @@ import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.ObjectMap
  * named {@code streamband-store} (a join's own store) and {@code streamband-source} (a source's
  * backlog in Kafka), per task, as the Storm reporter does; and any source's standard {@code
  * pendingRecords} gauge (FLIP-33: the Kafka source's records not yet fetched), summed per task.
+ * With {@code .kafka: BOOTSTRAP} (the broker a job's Kafka sources read from), also {@code
+ * kafka}: per topic/partition a source task emits from, the log's end offset (asked of the
+ * broker, {@link LogEnds}), the next offset to emit (its {@code currentOffset} gauge + 1) and
+ * the {@code lag} between them, which back-pressure does not freeze as it freezes {@code
+ * pendingRecords}.
  *
  * <p>Configured in the Flink configuration, no change to any job: {@code
  * metrics.reporter.streamband.factory.class: streamband.flink.reporter.FlowReporterFactory},
@@ -65,6 +72,10 @@ public class FlowReporter implements MetricReporter, Scheduled {
      * its positions), reported per task as {@code pendingRecords}. */
     static final String PENDING = "pendingRecords";
 
+    /** The Kafka source's gauge of the offset of the record it emitted last, per partition
+     * (group variables {@code <topic>} and {@code <partition>}; -1 before the first). */
+    static final String CURRENT_OFFSET = "currentOffset";
+
     /** One task's metrics: what {@link #notifyOfAddedMetric} was given. */
     static final class Task {
         final String job;
@@ -73,6 +84,8 @@ public class FlowReporter implements MetricReporter, Scheduled {
         final String name;
         final Map<String, Metric> metrics = new ConcurrentHashMap<>();
         final Map<String, Gauge<?>> own = new ConcurrentHashMap<>();
+        /** "topic/partition" -> the Kafka source's currentOffset gauge */
+        final Map<String, Gauge<?>> offsets = new ConcurrentHashMap<>();
         volatile Object partitions; // ResultPartition[] behind outputQueueLength
         volatile Object gates; // SingleInputGate[] behind inputQueueLength
 
@@ -91,6 +104,9 @@ public class FlowReporter implements MetricReporter, Scheduled {
     private String host;
     private int port;
     private String tm;
+    private String kafka = "";
+    private LogEnds ends;
+    private boolean noKafka;
 
     @Override
     public void open(MetricConfig config) {
@@ -99,6 +115,7 @@ public class FlowReporter implements MetricReporter, Scheduled {
         host = setting(config, "host", "");
         port = Integer.parseInt(setting(config, "port", "-1"));
         tm = setting(config, "tm", "");
+        kafka = setting(config, "kafka", "");
         int i = manager.lastIndexOf(':');
         if (i <= 0) {
             return; // no collector: the reporter stays silent
@@ -120,6 +137,9 @@ public class FlowReporter implements MetricReporter, Scheduled {
     public void close() {
         if (socket != null) {
             socket.close();
+        }
+        if (ends != null) {
+            ends.close();
         }
     }
 
@@ -143,6 +163,9 @@ public class FlowReporter implements MetricReporter, Scheduled {
         if (v.containsKey("<operator_id>")) {
             if (metric instanceof Gauge && (name.startsWith("streamband-") || name.equals(PENDING))) {
                 t.own.put(v.get("<operator_name>") + "|" + name, (Gauge<?>) metric);
+            } else if (metric instanceof Gauge && name.equals(CURRENT_OFFSET)
+                && v.get("<topic>") != null && v.get("<partition>") != null) {
+                t.offsets.put(v.get("<topic>") + "/" + v.get("<partition>"), (Gauge<?>) metric);
             }
             return;
         }
@@ -172,9 +195,27 @@ public class FlowReporter implements MetricReporter, Scheduled {
         if (socket == null) {
             return;
         }
+        Map<String, Map<String, Long>> next = new TreeMap<>();
+        Set<String> partitions = new TreeSet<>();
+        for (Map.Entry<String, Task> e : tasks.entrySet()) {
+            Map<String, Long> pos = positions(e.getValue());
+            if (!pos.isEmpty()) {
+                next.put(e.getKey(), pos);
+                partitions.addAll(pos.keySet());
+            }
+        }
+        boolean[] fresh = {true};
+        Map<String, Long> end = partitions.isEmpty() || logEnds() == null ? Map.of()
+            : ends.ends(partitions, fresh);
         Map<String, Map<String, Object>> byJob = new TreeMap<>();
-        for (Task t : tasks.values()) {
-            byJob.computeIfAbsent(t.job, j -> new TreeMap<>()).put(t.vertex + ":" + t.subtask, task(t));
+        for (Map.Entry<String, Task> e : tasks.entrySet()) {
+            Task t = e.getValue();
+            Map<String, Object> rec = task(t);
+            Map<String, Object> lags = lags(next.getOrDefault(e.getKey(), Map.of()), end, fresh[0]);
+            if (!lags.isEmpty()) {
+                rec.put("kafka", lags);
+            }
+            byJob.computeIfAbsent(t.job, j -> new TreeMap<>()).put(t.vertex + ":" + t.subtask, rec);
         }
         double now = System.currentTimeMillis() / 1000.0;
         for (Map.Entry<String, Map<String, Object>> e : byJob.entrySet()) {
@@ -198,6 +239,53 @@ public class FlowReporter implements MetricReporter, Scheduled {
         } catch (IOException | RuntimeException e) {
             // a lost report is a missing sample, never an error of the job
         }
+    }
+
+    /** The broker's end offsets, or null without {@code .kafka} or without Kafka's client in the
+     * plug-in's directory (then never tried again). */
+    private LogEnds logEnds() {
+        if (ends == null && !noKafka && !kafka.isEmpty()) {
+            try {
+                ends = new LogEnds(kafka, "streamband-reporter-" + (tm.isEmpty() ? host : tm));
+            } catch (LinkageError | RuntimeException e) {
+                noKafka = true;
+            }
+        }
+        return ends;
+    }
+
+    /** Per "topic/partition" a source task emits from, the next offset it emits: its
+     * currentOffset + 1 (none before it emitted a record). */
+    static Map<String, Long> positions(Task t) {
+        Map<String, Long> out = new TreeMap<>();
+        t.offsets.forEach((tp, g) -> {
+            Object v = safe(g);
+            if (v instanceof Number && ((Number) v).longValue() >= 0) {
+                out.put(tp, ((Number) v).longValue() + 1);
+            }
+        });
+        return out;
+    }
+
+    /** Per partition {end, next, lag = end - next}, where the end is known; stale: the broker
+     * did not answer this report and the ends are the last it gave. */
+    static Map<String, Object> lags(Map<String, Long> next, Map<String, Long> end, boolean fresh) {
+        Map<String, Object> out = new TreeMap<>();
+        next.forEach((tp, n) -> {
+            Long e = end.get(tp);
+            if (e == null) {
+                return;
+            }
+            Map<String, Object> m = new TreeMap<>();
+            m.put("end", e);
+            m.put("next", n);
+            m.put("lag", Math.max(0, e - n));
+            if (!fresh) {
+                m.put("stale", true);
+            }
+            out.put(tp, m);
+        });
+        return out;
     }
 
     /** One task's part of a report. */
