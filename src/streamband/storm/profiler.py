@@ -53,6 +53,31 @@ def host_reader(netns: dict[str, int | None]) -> SocketReader:
     return lambda ip, processes=True: tcp_sockets(netns.get(ip), processes)
 
 
+def bytes_per_message(last: np.ndarray, written: np.ndarray, msgs: np.ndarray,
+                      moved: np.ndarray) -> np.ndarray:
+    """Each flow's bytes per message: the bytes written to its socket (acknowledged plus
+    queued) over the messages its worker counts sent (``msgs``, cumulative), taken where
+    that count ``moved`` in this report; elsewhere the ``last``. Storm's Netty client
+    writes in bursts, and a socket read just after a burst whose count the worker has not
+    reported yet spreads the burst's bytes over the messages before it: every queued
+    message looked that much larger, and the sender backlog of eq. (3), and the caps with
+    it, jumped at each burst.
+
+    Examples
+    --------
+    A burst of 10 messages of 30 bytes written, its count reported a step later.
+
+    >>> last, msgs = np.array([30.0]), np.array([100.0])
+    >>> bytes_per_message(last, np.array([3300.0]), msgs, np.array([0.0])).tolist()
+    [30.0]
+    >>> bytes_per_message(last, np.array([3300.0]), msgs + 10, np.array([10.0])).tolist()
+    [30.0]
+    """
+    known = (written > 0) & (msgs > 0) & (moved > 0)
+    return np.where(known, np.divide(written, msgs, out=np.zeros_like(written),
+                                     where=msgs > 0), last)
+
+
 class StormProfiler:
     """Flow ``i`` is ``pairs[i]``; ``hint_bytes[i]`` is its bytes per message until the
     kernel has measured it. Same interface as the harness profiler."""
@@ -118,10 +143,9 @@ class StormProfiler:
             msgs[i], pending[i] = c.get("sent", 0), c.get("pending", 0)
         d_msgs = np.where(msgs >= self._msgs, msgs - self._msgs, msgs)  # a reconnect restarts
         acked = np.array([s.bytes_acked if s else 0.0 for s in kernel], float)
-        for i, s in enumerate(kernel):
-            if s is not None and msgs[i] > 0 and s.bytes_acked > 0:
-                # Storm counts a message sent once Netty wrote it to the socket
-                self.bpm[i] = (s.bytes_acked + s.send_q) / msgs[i]
+        # Storm counts a message sent once Netty wrote it to the socket
+        written = np.array([s.bytes_acked + s.send_q if s else 0.0 for s in kernel], float)
+        self.bpm = bytes_per_message(self.bpm, written, msgs, d_msgs)
         same = [s is not None and s.four_tuple == self._conn[i] for i, s in enumerate(kernel)]
         d_bytes = np.where(same, np.maximum(acked - self._acked, 0.0), d_msgs * self.bpm)
         # the sender worker's transfer queue, split among its destinations by messages
