@@ -57,11 +57,11 @@ def bytes_per_message(last: np.ndarray, written: np.ndarray, msgs: np.ndarray,
                       moved: np.ndarray) -> np.ndarray:
     """Each flow's bytes per message: the bytes written to its socket (acknowledged plus
     queued) over the messages its worker counts sent (``msgs``, cumulative), taken where
-    that count ``moved`` in this report; elsewhere the ``last``. Storm's Netty client
-    writes in bursts, and a socket read just after a burst whose count the worker has not
-    reported yet spreads the burst's bytes over the messages before it: every queued
-    message looked that much larger, and the sender backlog of eq. (3), and the caps with
-    it, jumped at each burst.
+    that count ``moved`` in this report or none is known yet; elsewhere the ``last``.
+    Storm's Netty client writes in bursts, and a socket read just after a burst whose count
+    the worker has not reported yet spreads the burst's bytes over the messages before
+    it: every queued message looked that much larger, and the sender backlog of eq. (3),
+    and the caps with it, jumped at each burst.
 
     Examples
     --------
@@ -72,8 +72,10 @@ def bytes_per_message(last: np.ndarray, written: np.ndarray, msgs: np.ndarray,
     [30.0]
     >>> bytes_per_message(last, np.array([3300.0]), msgs + 10, np.array([10.0])).tolist()
     [30.0]
+    >>> bytes_per_message(np.array([0.0]), np.array([3300.0]), msgs, np.array([0.0])).tolist()
+    [33.0]
     """
-    known = (written > 0) & (msgs > 0) & (moved > 0)
+    known = (written > 0) & (msgs > 0) & ((moved > 0) | (last <= 0))
     return np.where(known, np.divide(written, msgs, out=np.zeros_like(written),
                                      where=msgs > 0), last)
 
