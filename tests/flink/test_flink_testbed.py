@@ -100,7 +100,7 @@ def test_profiles_every_second(windows, policy: str):
 @pytest.mark.parametrize("policy", ["tcp", "appaware"])
 def test_window_reads_its_topic_backlog(windows, policy: str):
     """Each window carries its one topic's arrival rate (the broker's end offsets) and
-    backlog (the source's pendingRecords) at both ends, what waits in its join's store
+    backlog (what the source has not emitted) at both ends, what waits in its join's store
     per input at its end (the ``streamband-store`` gauge of D, the join of B and C) and
     each input's lag behind the newer at both ends, as Storm's Kafka-fed rows do."""
     rows, _ = windows

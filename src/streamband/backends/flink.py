@@ -76,7 +76,7 @@ def source_view(ends: dict[str, dict[str, float]], pending: dict[str, float],
     window_figures` reads (``topic/partition`` -> ``end``, ``lag``), one entry per topic
     (``TOPIC/*``: all its partitions): ``end`` the sum of its partitions' end offsets
     (``ends``, :func:`~streamband.kafka.replay.offsets`), ``lag`` the records its source
-    component has not fetched (``pending``, per component; NaN where unknown);
+    component has not emitted (``pending``, per component; NaN where unknown);
     ``topics``: source component -> topic.
 
     Examples

@@ -104,7 +104,7 @@ class ManagedJob:
             time.sleep(1.0)
 
     def pending(self) -> dict[str, float]:
-        """Per source component, the records its Kafka source has not fetched yet, as the
+        """Per source component, the records its Kafka source has not emitted yet, as the
         TaskManagers last reported them (:func:`~streamband.flink.profiler.source_pending`)."""
         return source_pending(tm_reports(read_snapshot(self.snapshot), self.job), self.place)
 

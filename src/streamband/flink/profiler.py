@@ -81,11 +81,11 @@ def unread_records(task: dict[str, Any]) -> float | None:
     no source.
 
     ``pendingRecords`` is the consumer's lag at its last fetch, and a source that
-    back-pressure holds does not fetch: a source that had caught up kept reading 0 while its
-    topic grew, and eq. (3) kept its flows at ~0 (Flink TI, 10 Mbit/s: 0 for 50 s while
-    the broker's lag of its topic grew to 14,547 records). The broker's end less what was
-    emitted is never less than that lag for the same partitions; the larger of the two
-    also covers a partition that has emitted nothing yet.
+    back-pressure holds does not fetch: a source that had caught up keeps reading 0 while
+    its topic grows, and eq. (3), seeing no backlog, keeps its flows at ~0. The broker's
+    end less what was emitted is never less than that lag for the same partitions; the
+    larger of the two is also a lower bound where a partition has emitted nothing yet
+    (no position to count from).
 
     Examples
     --------
@@ -125,12 +125,15 @@ def source_records(pair: TmPair, reports: dict[str, dict[str, Any]]) -> tuple[fl
 
 def broker_read(pair: TmPair, reports: dict[str, dict[str, Any]]) -> bool | None:
     """Whether the pair's producing source tasks report their Kafka backlog from the
-    broker's end offsets (report ``kafka``), not only ``pendingRecords``; None for a pair
-    out of no source."""
+    broker's end offsets of this report (``kafka``, none of them ``stale``), not only
+    ``pendingRecords``; None for a pair out of no source."""
     tasks = (reports.get(pair.src.id) or {}).get("tasks", {})
     srcs = [tasks.get(f"{ch.src_vertex}:{ch.src_subtask}") or {} for ch in pair.channels]
     srcs = [t for t in srcs if unread_records(t) is not None]
-    return all(bool(t.get("kafka")) for t in srcs) if srcs else None
+    if not srcs:
+        return None
+    return all(isinstance(t.get("kafka"), dict) and t["kafka"]
+               and not any((v or {}).get("stale") for v in t["kafka"].values()) for t in srcs)
 
 
 def source_pending(reports: dict[str, dict[str, Any]], place: dict[str, Any]
