@@ -127,9 +127,11 @@ def test_source_backlog_is_read_from_the_broker(windows, policy: str):
     states = [s["state"] for s in map(json.loads, log.read_text().splitlines())
               if s.get("state")]
     flags = [st["source_from_broker"] for st in states]
-    first = [i for i, f in enumerate(flags) if True in f]
+    first = [i for i, f in enumerate(flags) if "broker" in f]
     assert first and first[0] <= WARMUP_S / DT, (log, flags[:20])
-    assert all(sorted(f, key=str) == [None, None, True, True] for f in flags[first[0]:]), log
+    # an answer the broker was late with leaves the last one, marked stale
+    for f in flags[first[0]:]:
+        assert f.count(None) == 2 and set(f) - {None} <= {"broker", "stale"}, (log, f)
 
 
 @pytest.mark.parametrize("policy", ["tcp", "appaware"])

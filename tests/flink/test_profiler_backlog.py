@@ -66,11 +66,11 @@ def test_a_held_source_is_behind_by_the_brokers_end(tmp_path: Path):
     prof = FlinkProfiler(snap, "job", PAIRS)
     _write(snap, (30_000, 10_000), 10, 0, {"t/0": {"end": 2_010, "next": 10, "lag": 2_000}})
     assert prof.flow_state().ls1 == pytest.approx([2_000 * 3_000, 2_000 * 1_000])
-    assert prof.last is not None and prof.last["source_from_broker"] == [True, True]
+    assert prof.last is not None and prof.last["source_from_broker"] == ["broker"] * 2
     _write(snap, (30_000, 10_000), 10, 0,  # the broker did not answer: its last ends
            {"t/0": {"end": 2_010, "next": 10, "lag": 2_000, "stale": True}})
     assert prof.flow_state().ls1 == pytest.approx([2_000 * 3_000, 2_000 * 1_000])
-    assert prof.last["source_from_broker"] == [False, False]
+    assert prof.last["source_from_broker"] == ["stale"] * 2
     _write(snap, (30_000, 10_000), 10, 0)  # a reporter without the broker: the gauge alone
     assert prof.flow_state().ls1 == pytest.approx([0.0, 0.0])
-    assert prof.last["source_from_broker"] == [False, False]
+    assert prof.last["source_from_broker"] == ["fetch"] * 2

@@ -109,31 +109,36 @@ def _count(v: Any) -> float:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and v > 0 else 0.0
 
 
+def _source_tasks(pair: TmPair, reports: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The pair's producing tasks that are sources (:func:`unread_records` not None), each
+    once."""
+    tasks = (reports.get(pair.src.id) or {}).get("tasks", {})
+    keys = sorted({f"{ch.src_vertex}:{ch.src_subtask}" for ch in pair.channels})
+    return [t for t in (tasks.get(k) or {} for k in keys) if unread_records(t) is not None]
+
+
 def source_records(pair: TmPair, reports: dict[str, dict[str, Any]]) -> tuple[float, float]:
     """(records not yet emitted, records emitted) of the pair's producing tasks that are
     sources (:func:`unread_records`; 0, 0 for any other task)."""
-    tasks = (reports.get(pair.src.id) or {}).get("tasks", {})
-    pending = emitted = 0.0
-    for key in {f"{ch.src_vertex}:{ch.src_subtask}" for ch in pair.channels}:
-        task = tasks.get(key) or {}
-        unread = unread_records(task)
-        if unread is not None:
-            pending += unread
-            emitted += _count(task.get("numRecordsOut"))
-    return pending, emitted
+    srcs = _source_tasks(pair, reports)
+    return (sum(unread_records(t) or 0.0 for t in srcs),
+            sum(_count(t.get("numRecordsOut")) for t in srcs))
 
 
-def broker_read(pair: TmPair, reports: dict[str, dict[str, Any]]) -> bool | None:
-    """Whether the pair's producing source tasks report their Kafka backlog from the
-    broker's end offsets of this report (``kafka``, none of them ``stale``), not only
-    ``pendingRecords``; None for a pair out of no source."""
-    tasks = (reports.get(pair.src.id) or {}).get("tasks", {})
-    srcs = [tasks.get(f"{ch.src_vertex}:{ch.src_subtask}") or {} for ch in pair.channels]
-    srcs = [t for t in srcs if unread_records(t) is not None]
+def broker_read(pair: TmPair, reports: dict[str, dict[str, Any]]) -> str | None:
+    """Where the backlog of the pair's producing source tasks comes from: ``"broker"``
+    (every one reports ``kafka``, the broker's end offsets, answered for this report),
+    ``"stale"`` (every one reports ``kafka``, some end an older answer: the broker was slow
+    or away), ``"fetch"`` (some report only ``pendingRecords``); None for a pair out of no
+    source."""
+    srcs = _source_tasks(pair, reports)
     if not srcs:
         return None
-    return all(isinstance(t.get("kafka"), dict) and t["kafka"]
-               and not any((v or {}).get("stale") for v in t["kafka"].values()) for t in srcs)
+    kafka = [t.get("kafka") for t in srcs]
+    if not all(isinstance(k, dict) and k for k in kafka):
+        return "fetch"
+    stale = any((v or {}).get("stale") for k in kafka for v in k.values())
+    return "stale" if stale else "broker"
 
 
 def source_pending(reports: dict[str, dict[str, Any]], place: dict[str, Any]
