@@ -50,9 +50,9 @@ import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.ObjectMap
  * pendingRecords} gauge (FLIP-33: the Kafka source's records not yet fetched), summed per task.
  * With {@code .kafka: BOOTSTRAP} (the broker a job's Kafka sources read from), also {@code
  * kafka}: per topic/partition a source task emits from, the log's end offset (asked of the
- * broker, {@link LogEnds}), the next offset to emit (its {@code currentOffset} gauge + 1) and
- * the {@code lag} between them, which back-pressure does not freeze as it freezes {@code
- * pendingRecords}.
+ * broker without waiting for it, {@link LogEnds}: the answer to the last report's request),
+ * the next offset to emit (its {@code currentOffset} gauge + 1) and the {@code lag} between
+ * them, which back-pressure does not freeze as it freezes {@code pendingRecords}.
  *
  * <p>Configured in the Flink configuration, no change to any job: {@code
  * metrics.reporter.streamband.factory.class: streamband.flink.reporter.FlowReporterFactory},
@@ -105,8 +105,12 @@ public class FlowReporter implements MetricReporter, Scheduled {
     private int port;
     private String tm;
     private String kafka = "";
-    private LogEnds ends;
+    private volatile LogEnds ends;
+    private volatile boolean closed;
+    /** Kafka's client is not in the plug-in's directory: never tried again */
     private boolean noKafka;
+    /** reports to skip before the next try to reach the broker */
+    private int backoff;
 
     @Override
     public void open(MetricConfig config) {
@@ -138,8 +142,11 @@ public class FlowReporter implements MetricReporter, Scheduled {
         if (socket != null) {
             socket.close();
         }
-        if (ends != null) {
-            ends.close();
+        synchronized (this) {
+            closed = true;
+            if (ends != null) {
+                ends.close();
+            }
         }
     }
 
@@ -204,14 +211,13 @@ public class FlowReporter implements MetricReporter, Scheduled {
                 partitions.addAll(pos.keySet());
             }
         }
-        boolean[] fresh = {true};
-        Map<String, Long> end = partitions.isEmpty() || logEnds() == null ? Map.of()
-            : ends.ends(partitions, fresh);
+        Set<String> stale = new TreeSet<>();
+        Map<String, Long> end = partitions.isEmpty() ? Map.of() : brokerEnds(partitions, stale);
         Map<String, Map<String, Object>> byJob = new TreeMap<>();
         for (Map.Entry<String, Task> e : tasks.entrySet()) {
             Task t = e.getValue();
             Map<String, Object> rec = task(t);
-            Map<String, Object> lags = lags(next.getOrDefault(e.getKey(), Map.of()), end, fresh[0]);
+            Map<String, Object> lags = lags(next.getOrDefault(e.getKey(), Map.of()), end, stale);
             if (!lags.isEmpty()) {
                 rec.put("kafka", lags);
             }
@@ -241,18 +247,37 @@ public class FlowReporter implements MetricReporter, Scheduled {
         }
     }
 
-    /** The broker's end offsets, or null without {@code .kafka} or without Kafka's client in the
-     * plug-in's directory (then never tried again). */
-    private LogEnds logEnds() {
-        if (ends == null && !noKafka && !kafka.isEmpty()) {
-            try {
+    /** The partitions' end offsets as the broker last gave them (empty without {@code .kafka},
+     * without Kafka's client in the plug-in's directory, or while the client cannot be made),
+     * the stale ones added to {@code stale}; never an error of the report. */
+    private synchronized Map<String, Long> brokerEnds(Set<String> partitions, Set<String> stale) {
+        if (closed || noKafka || kafka.isEmpty()) {
+            return Map.of();
+        }
+        try {
+            if (ends == null) {
+                if (backoff > 0) {
+                    backoff--;
+                    return Map.of();
+                }
                 ends = new LogEnds(kafka, "streamband-reporter-" + (tm.isEmpty() ? host : tm));
-            } catch (LinkageError | RuntimeException e) {
-                noKafka = true;
+            }
+            return ends.ends(partitions, stale);
+        } catch (LinkageError e) {
+            noKafka = true;
+        } catch (RuntimeException e) {
+            // e.g. a broker address that does not resolve yet: try again in a while
+            backoff = BROKER_BACKOFF;
+            if (ends != null) {
+                ends.close();
+                ends = null;
             }
         }
-        return ends;
+        return Map.of();
     }
+
+    /** Reports to wait before making Kafka's client again after it failed. */
+    static final int BROKER_BACKOFF = 10;
 
     /** Per "topic/partition" a source task emits from, the next offset it emits: its
      * currentOffset + 1 (none before it emitted a record). */
@@ -267,9 +292,9 @@ public class FlowReporter implements MetricReporter, Scheduled {
         return out;
     }
 
-    /** Per partition {end, next, lag = end - next}, where the end is known; stale: the broker
-     * did not answer this report and the ends are the last it gave. */
-    static Map<String, Object> lags(Map<String, Long> next, Map<String, Long> end, boolean fresh) {
+    /** Per partition {end, next, lag = end - next}, where the end is known; stale (true) where
+     * the broker's newest answer failed or is still out, and the end is an older one. */
+    static Map<String, Object> lags(Map<String, Long> next, Map<String, Long> end, Set<String> stale) {
         Map<String, Object> out = new TreeMap<>();
         next.forEach((tp, n) -> {
             Long e = end.get(tp);
@@ -280,7 +305,7 @@ public class FlowReporter implements MetricReporter, Scheduled {
             m.put("end", e);
             m.put("next", n);
             m.put("lag", Math.max(0, e - n));
-            if (!fresh) {
+            if (stale.contains(tp)) {
                 m.put("stale", true);
             }
             out.put(tp, m);

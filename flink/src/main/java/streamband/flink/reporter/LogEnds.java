@@ -1,14 +1,20 @@
 package streamband.flink.reporter;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
-import java.util.concurrent.TimeUnit;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.ListOffsetsOptions;
+import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.TopicPartition;
 
 /**
@@ -17,49 +23,83 @@ import org.apache.kafka.common.TopicPartition;
  * A Kafka source's {@code pendingRecords} is the consumer's {@code records-lag}, updated when
  * it fetches; a source that back-pressure holds fetches nothing, so that gauge keeps the lag of
  * its last fetch (0 for a source that had caught up) while its topic grows. The end offsets here
- * are read every report, whatever the source does.
+ * are asked for every report, whatever the source does.
+ *
+ * <p>{@link #ends} never waits for the broker: it sends the next request (unless the last one is
+ * still out) and returns what the broker answered so far, one report old. The reporter's one
+ * thread also reports every task's metrics, so a slow broker costs those figures nothing.
  *
  * <p>The only class of the reporter that names Kafka's: without kafka-clients in the plug-in's
  * directory it fails to load, and the reporter goes on without it.
  */
 final class LogEnds implements AutoCloseable {
-    /** How long one report waits for the broker (the report interval is 1 s). */
-    static final long TIMEOUT_MS = 800;
+    /** How long a request may take (the report interval is 1 s): a request the broker does not
+     * answer in time fails, and the next report sends another. */
+    static final int TIMEOUT_MS = 800;
 
     private final Admin admin;
-    private final Map<String, Long> last = new HashMap<>();
+    private final Map<String, Long> last = new ConcurrentHashMap<>();
+    /** the partitions whose last request failed or has not been answered */
+    private final Set<String> stale = ConcurrentHashMap.newKeySet();
+    private final AtomicBoolean out = new AtomicBoolean();
 
     LogEnds(String bootstrap, String clientId) {
         Properties props = new Properties();
         props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         props.put(AdminClientConfig.CLIENT_ID_CONFIG, clientId);
+        props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, TIMEOUT_MS);
+        props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, TIMEOUT_MS);
         admin = Admin.create(props);
     }
 
-    /** Each partition's end offset; on a slow or absent broker the last ones known, and
-     * {@code fresh} false. */
-    synchronized Map<String, Long> ends(Set<String> partitions, boolean[] fresh) {
+    /** Each partition's end offset as the broker last gave it (absent: never), and in
+     * {@code staleOut} the partitions whose newest request failed or is still out. */
+    Map<String, Long> ends(Set<String> partitions, Set<String> staleOut) {
+        if (out.compareAndSet(false, true)) {
+            request(partitions);
+        } else {
+            stale.addAll(partitions); // the last request is still out: what we have is older
+        }
+        Map<String, Long> ends = new HashMap<>();
+        for (String tp : partitions) {
+            Long end = last.get(tp);
+            if (end != null) {
+                ends.put(tp, end);
+                if (stale.contains(tp)) {
+                    staleOut.add(tp);
+                }
+            }
+        }
+        return ends;
+    }
+
+    private void request(Set<String> partitions) {
         Map<TopicPartition, OffsetSpec> req = new HashMap<>();
         for (String tp : partitions) {
             int i = tp.lastIndexOf('/');
             req.put(new TopicPartition(tp.substring(0, i), Integer.parseInt(tp.substring(i + 1))),
                 OffsetSpec.latest());
         }
-        fresh[0] = true;
         try {
-            admin.listOffsets(req).all().get(TIMEOUT_MS, TimeUnit.MILLISECONDS)
-                .forEach((tp, info) -> last.put(tp.topic() + "/" + tp.partition(), info.offset()));
-        } catch (Exception e) {
-            fresh[0] = false;
-        }
-        Map<String, Long> out = new HashMap<>();
-        for (String tp : partitions) {
-            Long end = last.get(tp);
-            if (end != null) {
-                out.put(tp, end);
+            ListOffsetsResult res = admin.listOffsets(req, new ListOffsetsOptions().timeoutMs(TIMEOUT_MS));
+            List<KafkaFuture<?>> each = new ArrayList<>();
+            for (TopicPartition tp : req.keySet()) {
+                String key = tp.topic() + "/" + tp.partition();
+                // per partition: a topic the broker does not know yet fails alone
+                each.add(res.partitionResult(tp).whenComplete((info, err) -> {
+                    if (err == null) {
+                        last.put(key, info.offset());
+                        stale.remove(key);
+                    } else {
+                        stale.add(key);
+                    }
+                }));
             }
+            KafkaFuture.allOf(each.toArray(new KafkaFuture<?>[0])).whenComplete((v, err) -> out.set(false));
+        } catch (RuntimeException e) {
+            stale.addAll(partitions);
+            out.set(false);
         }
-        return out;
     }
 
     @Override

@@ -8,6 +8,7 @@ import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.ListOffsetsOptions;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.storm.kafka.spout.KafkaSpout;
@@ -29,6 +30,8 @@ import org.apache.storm.task.TopologyContext;
  */
 public class ReportingKafkaSpout extends KafkaSpout<String, byte[]> {
     public static final String GAUGE = "streamband-source";
+    /** How long one sample waits for the broker (the reporter samples every second). */
+    static final long TIMEOUT_MS = 800;
     private static final long serialVersionUID = 1L;
     private final Translator translator;
     private final String bootstrap;
@@ -48,6 +51,10 @@ public class ReportingKafkaSpout extends KafkaSpout<String, byte[]> {
         props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         props.put(AdminClientConfig.CLIENT_ID_CONFIG,
             "streamband-lag-" + context.getThisComponentId() + "-" + context.getThisTaskId());
+        // a request the broker does not answer within a report ends there, and does not stay
+        // out for the client's default minute beside the next ones
+        props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, (int) TIMEOUT_MS);
+        props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, (int) TIMEOUT_MS);
         admin = Admin.create(props);
         lastEnd = new HashMap<>();
         context.registerGauge(GAUGE, this::sample);
@@ -60,7 +67,8 @@ public class ReportingKafkaSpout extends KafkaSpout<String, byte[]> {
         pos.keySet().forEach(tp -> req.put(tp, OffsetSpec.latest()));
         boolean fresh = true;
         try {
-            admin.listOffsets(req).all().get(800, TimeUnit.MILLISECONDS)
+            admin.listOffsets(req, new ListOffsetsOptions().timeoutMs((int) TIMEOUT_MS)).all()
+                .get(TIMEOUT_MS, TimeUnit.MILLISECONDS)
                 .forEach((tp, info) -> lastEnd.put(tp, info.offset()));
         } catch (Exception e) {
             fresh = false; // a slow or absent broker: the last end offsets known, marked stale
