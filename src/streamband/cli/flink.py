@@ -6,7 +6,6 @@ profile receiver beside the JobManager."""
 from __future__ import annotations
 
 import json
-import re
 import time
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from rich.console import Console
 from streamband.cli.command import App, engine_spec, fail
 from streamband.errors import StreambandError
 from streamband.flink import cluster as fc
+from streamband.model.testbed import address
 
 app = App(help="Apache Flink on the testbed's hosts.", no_args_is_help=True)
 console = Console(stderr=True)
@@ -34,8 +34,11 @@ def up(work: Path = typer.Option(Path("/tmp/streamband-flink"), help="the cluste
     on first use)."""
     if loopback < 0:
         raise fail(f"--loopback: expected a number of TaskManagers >= 1, got {loopback}")
-    if kafka and not re.fullmatch(r"[^\s:,]+:\d{1,5}", kafka):
-        raise fail(f"--kafka: expected the broker as HOST:PORT, got {kafka!r}")
+    if kafka:
+        try:
+            address(kafka, "--kafka broker")
+        except ValueError as exc:
+            raise fail(f"--kafka: {exc}") from None
     t0 = time.monotonic()
     try:
         spec = engine_spec(loopback, work, master, fc.loopback_spec, fc.testbed_spec)

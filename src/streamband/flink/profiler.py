@@ -109,36 +109,30 @@ def _count(v: Any) -> float:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and v > 0 else 0.0
 
 
-def _source_tasks(pair: TmPair, reports: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """The pair's producing tasks that are sources (:func:`unread_records` not None), each
-    once."""
+def source_records(pair: TmPair, reports: dict[str, dict[str, Any]]
+                   ) -> tuple[float, float, str | None]:
+    """Of the pair's producing tasks that are sources (:func:`unread_records` not None),
+    each once: the records they have not emitted yet, the records they emitted, and where
+    that backlog comes from: ``"broker"`` (every one reports ``kafka``, the broker's end
+    offsets, answered for this report), ``"stale"`` (every one reports ``kafka``, some end
+    an older answer: the broker was slow or away), ``"fetch"`` (some report only
+    ``pendingRecords``); 0, 0, None for a pair out of no source."""
     tasks = (reports.get(pair.src.id) or {}).get("tasks", {})
-    keys = sorted({f"{ch.src_vertex}:{ch.src_subtask}" for ch in pair.channels})
-    return [t for t in (tasks.get(k) or {} for k in keys) if unread_records(t) is not None]
-
-
-def source_records(pair: TmPair, reports: dict[str, dict[str, Any]]) -> tuple[float, float]:
-    """(records not yet emitted, records emitted) of the pair's producing tasks that are
-    sources (:func:`unread_records`; 0, 0 for any other task)."""
-    srcs = _source_tasks(pair, reports)
-    return (sum(unread_records(t) or 0.0 for t in srcs),
-            sum(_count(t.get("numRecordsOut")) for t in srcs))
-
-
-def broker_read(pair: TmPair, reports: dict[str, dict[str, Any]]) -> str | None:
-    """Where the backlog of the pair's producing source tasks comes from: ``"broker"``
-    (every one reports ``kafka``, the broker's end offsets, answered for this report),
-    ``"stale"`` (every one reports ``kafka``, some end an older answer: the broker was slow
-    or away), ``"fetch"`` (some report only ``pendingRecords``); None for a pair out of no
-    source."""
-    srcs = _source_tasks(pair, reports)
-    if not srcs:
-        return None
-    kafka = [t.get("kafka") for t in srcs]
+    unread = emitted = 0.0
+    kafka: list[Any] = []
+    for key in sorted({f"{ch.src_vertex}:{ch.src_subtask}" for ch in pair.channels}):
+        task = tasks.get(key) or {}
+        u = unread_records(task)
+        if u is not None:
+            unread += u
+            emitted += _count(task.get("numRecordsOut"))
+            kafka.append(task.get("kafka"))
+    if not kafka:
+        return unread, emitted, None
     if not all(isinstance(k, dict) and k for k in kafka):
-        return "fetch"
+        return unread, emitted, "fetch"
     stale = any((v or {}).get("stale") for k in kafka for v in k.values())
-    return "stale" if stale else "broker"
+    return unread, emitted, "stale" if stale else "broker"
 
 
 def source_pending(reports: dict[str, dict[str, Any]], place: dict[str, Any]
@@ -256,8 +250,9 @@ class FlinkProfiler:
         sent = np.where(same, np.maximum(acked - self._acked, 0.0), d_handed)
         send_q = np.array([s.send_q if s else 0.0 for s in kernel], float)
         waiting = np.array([max(c["written"] - c["handed"], 0.0) for c in chans])
-        pending, emitted = np.array([source_records(p, reports) for p in self.pairs]).reshape(
-            n, 2).T
+        srcs = [source_records(p, reports) for p in self.pairs]
+        pending = np.array([x[0] for x in srcs], float)
+        emitted = np.array([x[1] for x in srcs], float)
         ls = send_q + waiting + self._source.carried_for(pending, emitted, d_handed)
         lr = np.array([c["rx_bytes"] for c in chans])
         # a join's own store, per input component, split among the pairs of that input into
@@ -285,7 +280,7 @@ class FlinkProfiler:
                      "send_q": send_q.tolist(), "channels_found": [c["found"] for c in chans],
                      "sender_backlog_buffers": [c["backlog"] for c in chans],
                      "source_pending": pending.tolist(),
-                     "source_from_broker": [broker_read(p, reports) for p in self.pairs],
+                     "source_from_broker": [x[2] for x in srcs],
                      "socket": [s.four_tuple if s else None for s in kernel],
                      "report_age_s": max(ages) if ages else None,
                      "interval_s": self.interval_s, "tms": sorted(reports),

@@ -26,7 +26,8 @@ from streamband.model.source import load_yaml
 MAX_HOSTS, MAX_SWITCHES = 64, 32
 
 
-def _address(value: str, what: str) -> str:
+def address(value: str, what: str) -> str:
+    """``value`` if it is HOST:PORT (port 1..65535), else ValueError naming ``what``."""
     host, sep, port = value.rpartition(":")
     if not sep or not host or not re.fullmatch(r"[0-9]{1,5}", port) \
             or not 1 <= int(port) <= 65535:
@@ -79,12 +80,12 @@ class TestbedSpec(NetworkSpec):
     @field_validator("api")
     @classmethod
     def _api(cls, v: str) -> str:
-        return _address(v, "controller's HTTP API")
+        return address(v, "controller's HTTP API")
 
     @field_validator("openflow")
     @classmethod
     def _openflow(cls, v: str) -> str:
-        return _address(v, "OpenFlow listener")
+        return address(v, "OpenFlow listener")
 
     @classmethod
     def from_network(cls, net: NetworkSpec, **control: Any) -> TestbedSpec:
