@@ -45,11 +45,17 @@ def test_flows_mapped_and_allocated(stage):
     rates = wait_for(lambda: (r := capped(stage, names)) and len(r) == 2
                      and all(r.values()) and r, 90, "both flows capped")
     assert sum(rates.values()) <= 20e6 * 1.01
-    steps = stage.api().get("/api/v1/allocations",
-                            params={"topology": "fj", "limit": 10_000}).json()
-    decided = [a["rates_bps"] for a in steps if a["decision"] == "policy"]
-    assert any(None not in r for r in decided)
-    for r in decided:  # both or neither, and never more than the link
+
+    def decided() -> list[list[float | None]]:
+        steps = stage.api().get("/api/v1/allocations",
+                                params={"topology": "fj", "limit": 10_000}).json()
+        return [a["rates_bps"] for a in steps if a["decision"] == "policy"]
+
+    # a step logs its allocation after it pushed the meters, within the step: the lease
+    # outlasts any step whose meters are still in force
+    wait_for(lambda: any(None not in r for r in decided()), stage.status()["lease_s"],
+             "the capping step in the allocation log")
+    for r in decided():  # both or neither, and never more than the link
         assert r.count(None) in (0, 2) and sum(x or 0.0 for x in r) <= 20e6 * 1.01, r
     before = stage.status()["lease_s"]  # 3 x the longer of Δt and the recent step gaps
     leases = {m["lease_left_s"] for m in stage.controller().meters()}
