@@ -33,9 +33,10 @@ import org.apache.kafka.common.TopicPartition;
  * directory it fails to load, and the reporter goes on without it.
  */
 final class LogEnds implements AutoCloseable {
-    /** How long a request may take (the report interval is 1 s): a request the broker does not
-     * answer in time fails, and the next report sends another. */
-    static final int TIMEOUT_MS = 800;
+    /** How long a request may stay out, over several reports (marked stale meanwhile): Kafka's
+     * client closes the connection on a request's timeout, and on a busy machine sub-second
+     * timeouts turned into reconnects that fed the load. */
+    static final int REQUEST_TIMEOUT_MS = 5_000;
 
     private final Admin admin;
     private final Map<String, Long> last = new ConcurrentHashMap<>();
@@ -47,8 +48,8 @@ final class LogEnds implements AutoCloseable {
         Properties props = new Properties();
         props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         props.put(AdminClientConfig.CLIENT_ID_CONFIG, clientId);
-        props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, TIMEOUT_MS);
-        props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, TIMEOUT_MS);
+        props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, REQUEST_TIMEOUT_MS);
+        props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 2 * REQUEST_TIMEOUT_MS);
         admin = Admin.create(props);
     }
 
@@ -81,7 +82,7 @@ final class LogEnds implements AutoCloseable {
                 OffsetSpec.latest());
         }
         try {
-            ListOffsetsResult res = admin.listOffsets(req, new ListOffsetsOptions().timeoutMs(TIMEOUT_MS));
+            ListOffsetsResult res = admin.listOffsets(req, new ListOffsetsOptions().timeoutMs(2 * REQUEST_TIMEOUT_MS));
             List<KafkaFuture<?>> each = new ArrayList<>();
             for (TopicPartition tp : req.keySet()) {
                 String key = tp.topic() + "/" + tp.partition();

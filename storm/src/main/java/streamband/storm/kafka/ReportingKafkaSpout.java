@@ -4,12 +4,15 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
-import org.apache.kafka.clients.admin.ListOffsetsOptions;
+import org.apache.kafka.clients.admin.ListOffsetsResult.ListOffsetsResultInfo;
 import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.storm.kafka.spout.KafkaSpout;
 import org.apache.storm.kafka.spout.KafkaSpoutConfig;
@@ -31,12 +34,18 @@ import org.apache.storm.task.TopologyContext;
 public class ReportingKafkaSpout extends KafkaSpout<String, byte[]> {
     public static final String GAUGE = "streamband-source";
     /** How long one sample waits for the broker (the reporter samples every second). */
-    static final long TIMEOUT_MS = 800;
+    static final long WAIT_MS = 800;
+    /** How long a request may stay out, over several samples: Kafka's client closes the
+     * connection on a request's timeout, and on a busy machine sub-second timeouts turned into
+     * reconnects that fed the load. */
+    static final int REQUEST_TIMEOUT_MS = 5_000;
     private static final long serialVersionUID = 1L;
     private final Translator translator;
     private final String bootstrap;
     private transient Admin admin;
     private transient Map<TopicPartition, Long> lastEnd;
+    /** the request still out, asked again only once it is answered or failed */
+    private transient KafkaFuture<Map<TopicPartition, ListOffsetsResultInfo>> pending;
 
     public ReportingKafkaSpout(KafkaSpoutConfig<String, byte[]> config, Translator translator, String bootstrap) {
         super(config);
@@ -51,10 +60,8 @@ public class ReportingKafkaSpout extends KafkaSpout<String, byte[]> {
         props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         props.put(AdminClientConfig.CLIENT_ID_CONFIG,
             "streamband-lag-" + context.getThisComponentId() + "-" + context.getThisTaskId());
-        // a request the broker does not answer within a report ends there, and does not stay
-        // out for the client's default minute beside the next ones
-        props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, (int) TIMEOUT_MS);
-        props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, (int) TIMEOUT_MS);
+        props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, REQUEST_TIMEOUT_MS);
+        props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 2 * REQUEST_TIMEOUT_MS);
         admin = Admin.create(props);
         lastEnd = new HashMap<>();
         context.registerGauge(GAUGE, this::sample);
@@ -63,16 +70,7 @@ public class ReportingKafkaSpout extends KafkaSpout<String, byte[]> {
     /** The source backlog per "topic/partition": {end, next, lag, lag_bytes, record_bytes}. */
     Map<String, Object> sample() {
         Map<TopicPartition, long[]> pos = translator.positions();
-        Map<TopicPartition, OffsetSpec> req = new HashMap<>();
-        pos.keySet().forEach(tp -> req.put(tp, OffsetSpec.latest()));
-        boolean fresh = true;
-        try {
-            admin.listOffsets(req, new ListOffsetsOptions().timeoutMs((int) TIMEOUT_MS)).all()
-                .get(TIMEOUT_MS, TimeUnit.MILLISECONDS)
-                .forEach((tp, info) -> lastEnd.put(tp, info.offset()));
-        } catch (Exception e) {
-            fresh = false; // a slow or absent broker: the last end offsets known, marked stale
-        }
+        boolean fresh = ask(pos.keySet());
         Map<String, Object> out = new TreeMap<>();
         for (Map.Entry<TopicPartition, long[]> e : pos.entrySet()) {
             long[] p = e.getValue();
@@ -91,6 +89,27 @@ public class ReportingKafkaSpout extends KafkaSpout<String, byte[]> {
             out.put(e.getKey().topic() + "/" + e.getKey().partition(), m);
         }
         return out;
+    }
+
+    /** Asks the broker for the end offsets of {@code tps} (unless the last request is still
+     * out) and waits up to {@link #WAIT_MS} for the answer; true when {@code lastEnd} took one
+     * in this sample, false when it keeps the last offsets known (a slow or absent broker). */
+    private boolean ask(Set<TopicPartition> tps) {
+        if (pending == null) {
+            Map<TopicPartition, OffsetSpec> req = new HashMap<>();
+            tps.forEach(tp -> req.put(tp, OffsetSpec.latest()));
+            pending = admin.listOffsets(req).all();
+        }
+        try {
+            pending.get(WAIT_MS, TimeUnit.MILLISECONDS).forEach((tp, info) -> lastEnd.put(tp, info.offset()));
+            pending = null;
+            return true;
+        } catch (TimeoutException e) {
+            return false; // still out: the next sample waits for it again
+        } catch (Exception e) {
+            pending = null; // failed: the next sample asks again
+            return false;
+        }
     }
 
     @Override
