@@ -12,6 +12,8 @@ import json
 import os
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
 
 import pytest
 
@@ -25,12 +27,23 @@ from .test_priority import _mean, _tc_classes
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the testbed needs root")
 SPEC = "star:hosts=3,link_mbps=20,api=127.0.0.1:8191,openflow=127.0.0.1:6663"
-LINK_MBPS, RATES, SECONDS, ALONE_AT = 20.0, {"w1": 15.0, "w2": 5.0}, 12, 6
+LINK_MBPS, RATES, SECONDS, ALONE_AT = 20.0, {"w1": 15.0, "w2": 5.0}, 14, 6
 
 
-def _iperf(tb: Testbed, runs: list[tuple[str, int, int]]) -> dict[int, list[dict]]:
+class Run(NamedTuple):
+    intervals: list[dict]  # iperf3's one-second intervals, seconds from the flow's start
+    ended: float  # time.monotonic() when its server exited
+
+
+def _end(run: Run) -> float:
+    """When the flow ended, in its own seconds."""
+    return run.intervals[-1]["sum"]["end"]
+
+
+def _iperf(tb: Testbed, runs: list[tuple[str, int, int]]) -> dict[int, Run]:
     """Each ``(source host, port, seconds)`` an iperf3 TCP flow into w3 (a one-shot
-    server per port); per port, the server's one-second intervals."""
+    server per port); per port, the server's one-second intervals and the monotonic time
+    its server exited (the flow's end: a client started late under load ends late)."""
     servers = {p: tb.popen("w3", ["iperf3", "-s", "-1", "-J", "-p", str(p)],
                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
                for _, p, _ in runs}
@@ -40,8 +53,13 @@ def _iperf(tb: Testbed, runs: list[tuple[str, int, int]]) -> dict[int, list[dict
         tb.popen(src, ["iperf3", "-c", tb.ip("w3"), "-p", str(p), "-t", str(seconds)],
                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     longest = max(seconds for *_, seconds in runs)
-    return {p: json.loads(s.communicate(timeout=longest + 20)[0])["intervals"]
-            for p, s in servers.items()}
+
+    def wait(s: subprocess.Popen) -> Run:
+        out = s.communicate(timeout=longest + 20)[0]
+        return Run(json.loads(out)["intervals"], time.monotonic())
+
+    with ThreadPoolExecutor(len(servers)) as pool:  # each exit timed as it happens
+        return dict(zip(servers, pool.map(wait, servers.values()), strict=True))
 
 
 def test_rate_classes_share_by_rate_lend_the_unused_and_expire(cleanup):
@@ -60,11 +78,19 @@ def test_rate_classes_share_by_rate_lend_the_unused_and_expire(cleanup):
         # a port holds one tree: no priority classes beside the rate classes
         with pytest.raises(ControllerError, match="409"):
             client.put_classes([{"flow": flows["w1"], "cls": 0, "port": port}])
-        ivs = _iperf(tb, [("w1", 5201, SECONDS), ("w2", 5202, ALONE_AT)])
-        res = {src: ivs[f["dst_port"]] for src, f in flows.items()}
-        both = {s: _mean(iv, 2.0, ALONE_AT) for s, iv in res.items()}
-        alone = _mean(res["w1"], ALONE_AT + 2.0, SECONDS)
-        print(f"\nrate classes (Mbit/s) both {both}, w1 alone {alone:.2f}")
+        runs = _iperf(tb, [("w1", 5201, SECONDS), ("w2", 5202, ALONE_AT)])
+        w1, w2 = runs[5201], runs[5202]
+        # w2's start and end in w1's seconds, from when each server exited (a client
+        # started late on a loaded machine shifts w2's whole run)
+        w2_end = _end(w1) - (w1.ended - w2.ended)
+        w2_start = w2_end - _end(w2)
+        lo, hi = max(w2_start, 0.0) + 2.0, w2_end  # both backlogged, past slow start
+        assert hi - lo >= 2.0 and _end(w1) - (w2_end + 2.0) >= 2.0, (w2_start, w2_end)
+        both = {"w1": _mean(w1.intervals, lo, hi),
+                "w2": _mean(w2.intervals, lo - w2_start, hi - w2_start)}
+        alone = _mean(w1.intervals, w2_end + 2.0, _end(w1))
+        print(f"\nrate classes (Mbit/s) both {both}, w1 alone {alone:.2f} "
+              f"(w2 ran {w2_start:.2f}-{w2_end:.2f} s of w1's)")
         # shares of what the port carried, which on a loaded machine is less than C
         carried = sum(both.values())
         for s, rate in RATES.items():  # HTB serves a backlogged leaf its rate
@@ -78,8 +104,8 @@ def test_rate_classes_share_by_rate_lend_the_unused_and_expire(cleanup):
         # C - 18 Mbit/s, would squeeze cross traffic to a tenth of the port)
         assert client.delete_rates(port) == [port]
         client.put_rates([{"flow": flows["w1"], "rate_bps": 18e6, "port": port}], lease_s=60)
-        got = {p: _mean(iv, 2.0, ALONE_AT)
-               for p, iv in _iperf(tb, [("w1", 5201, ALONE_AT), ("w2", 5203, ALONE_AT)]).items()}
+        got = {p: _mean(r.intervals, 2.0, ALONE_AT)
+               for p, r in _iperf(tb, [("w1", 5201, ALONE_AT), ("w2", 5203, ALONE_AT)]).items()}
         share = got[5203] / (got[5201] + got[5203])
         print(f"unlisted beside an 18-Mbit/s class: {got} Mbit/s, share {share:.2f}")
         assert share > 0.85 / (1 + 1), got  # C / (n + 1) of C, n = 1 listed flow
