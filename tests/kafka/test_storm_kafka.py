@@ -2,8 +2,9 @@
 spouts, the combiner's own store. The flow reports carry, every second, each spout's
 backlog in its topic and what waits in the store per input; when the traffic topic stops
 (after 10 s of 30), every later truck event waits in the store for traffic's watermark,
-and traffic's event-time lag grows with the time it has been silent. Loss is counted from
-Kafka's offsets: produced = seen at the sink + waiting in the store."""
+and traffic's event-time lag grows with the time it has been silent, until the store's
+bound lets the oldest out before its time (``forced``: emitted, not counted). Loss is
+counted from Kafka's offsets: produced = seen at the sink + waiting + forced."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ from streamband.storm.cluster import StormCluster, loopback_spec, tagged_process
 
 RATE, TRUCK_S, TRAFFIC_S = 200.0, 30.0, 10.0
 TRUCK_B, TRAFFIC_B = 1024, 512
+#: the combiner's store bound, MiB: about half the truck events that wait for traffic
+STORE_MB = 2.0
 W1, W2 = "127.0.0.2", "127.0.0.3"
 
 
@@ -43,7 +46,7 @@ def _reports(snap: dict, topology: str) -> dict[str, dict]:
 def test_reports_carry_lag_and_store(broker: kb.Broker, storm: StormCluster):
     kr.create_topics(broker, {"trucks": 1, "traffic": 1})
     conf = {"bench.source": "kafka", "streamband.kafka.bootstrap": broker.spec.bootstrap,
-            "streamband.kafka.guarantee": "at-least-once",
+            "streamband.kafka.guarantee": "at-least-once", "bench.store.max.mb": STORE_MB,
             "streamband.placement": {"trucks": [W1], "traffic": [W1], "combine": [W2],
                                      "score": [W2]}}
     name = storm.submit(storm.jar, "streamband.storm.topo.TruckingIoT", "ti-kafka",
@@ -109,30 +112,35 @@ def test_reports_carry_lag_and_store(broker: kb.Broker, storm: StormCluster):
     assert {tp: v["end"] for tp, v in last.items()} == produced
     assert all(v["lag"] == 0 for v in last.values())  # loopback: the spouts keep up
 
-    # the store: truck events after traffic's last record wait for its watermark
-    store = next(next(iter(r["stores"].values())) for r in _reports(final, name).values()
-                 if "stores" in r)["inputs"]
+    # the store: truck events after traffic's last record wait for its watermark, those
+    # past its bound leave before their time, oldest first
+    stores = next(next(iter(r["stores"].values())) for r in _reports(final, name).values()
+                  if "stores" in r)
+    store, forced = stores["inputs"], stores["forced"]
     waiting, behind = store["trucks"]["tuples"], store["traffic"]["lag_ms"]
     # the producers' JVMs start a moment apart: traffic's lag is its silence, 20 s, less
     # that moment; a truck event waits if it happened in that lag, one every 1/RATE
     assert 1000 * (TRUCK_S - TRAFFIC_S - 3) <= behind <= 1000 * (TRUCK_S - TRAFFIC_S + 3)
-    assert abs(waiting - behind * RATE / 1000) <= 1
-    assert store["trucks"]["bytes"] == waiting * (TRUCK_B + 12)
+    assert abs(waiting + forced - behind * RATE / 1000) <= 1
+    bound, each = STORE_MB * (1 << 20), TRUCK_B + 12
+    assert forced > 0 and bound - each < store["trucks"]["bytes"] <= bound, (forced, store)
+    assert store["trucks"]["bytes"] == waiting * each
     assert store["traffic"]["tuples"] == 0 and store["trucks"]["lag_ms"] == 0
     growth = [next(iter(r["stores"].values()))["inputs"]["trucks"]["tuples"]
               for r in next(iter(joins.values()))]
     assert growth[-1] >= max(growth) - 1 and growth[-1] > growth[len(growth) // 2]
 
-    # at-least-once: every produced truck event is at the sink or waiting in the store
+    # at-least-once: every produced truck event is at the sink, waiting in the store or
+    # let out early, which the sink does not count
     sink = sum(r.get("count", 0) for r in final.get("sink", {}).values()
                if r.get("topology") == name)
     used = [*usage(str(storm.work)), {"role": "kafka", **kb.usage(kb.running()["pid"])}]
     print("rss MB:", {u["role"]: round(u["rss_mb"]) for u in used},
           f"total {sum(u['rss_mb'] for u in used):.0f} MB")
-    print(f"store: {waiting} trucks ({store['trucks']['bytes']} B) waiting, traffic {behind} ms "
-          f"behind; sink {sink:.0f} of {produced['trucks/0']:.0f} produced; "
-          f"{len(next(iter(joins.values())))} store reports")
-    assert produced["trucks/0"] - sink - waiting == 0
+    print(f"store: {waiting} trucks ({store['trucks']['bytes']} B) waiting, {forced} forced, "
+          f"traffic {behind} ms behind; sink {sink:.0f} of {produced['trucks/0']:.0f} "
+          f"produced; {len(next(iter(joins.values())))} store reports")
+    assert produced["trucks/0"] - sink - waiting - forced == 0
     storm.kill("ti-kafka")
 
 

@@ -23,13 +23,15 @@ import org.apache.storm.tuple.Tuple;
  * the worker keeps its heap whatever the imbalance.
  */
 public final class JoinStore {
-    /** One held tuple: its input, event time, bytes. */
+    /** One held tuple: its input, event time, bytes; {@code forced} once it left before its
+     * time (past the store's bound, before every input's watermark reached it). */
     public static final class Held {
         public final String input;
         public final Tuple tuple;
         public final long ts;
         final long bytes;
         final long seq;
+        public boolean forced;
 
         Held(String input, Tuple tuple, long ts, long bytes, long seq) {
             this.input = input;
@@ -100,6 +102,7 @@ public final class JoinStore {
                 return null;
             }
             forced.incrementAndGet();
+            h.forced = true;
         }
         waiting.poll();
         Input in = inputs.get(h.input);

@@ -28,8 +28,9 @@ public class Sink extends BaseRichBolt {
     public void execute(Tuple t) {
         if (!TupleUtils.isTick(t)) {
             double n = t.getFields().contains("n") ? ((Number) t.getValueByField("n")).doubleValue() : 1.0;
-            double lat = System.currentTimeMillis() - t.getLongByField("ts");
-            rep.latency(lat, n);
+            if (n > 0) { // n 0: a join's output that does not count (let out before its time)
+                rep.latency(System.currentTimeMillis() - t.getLongByField("ts"), n);
+            }
             out.ack(t);
         }
         rep.tick();

@@ -185,7 +185,8 @@ public final class TrendingTopics {
      * counters' partials aligned on event time: a partial waits (un-acked) until every
      * counter's partials have reached its time, as a ranking needs all instances' counts.
      * The partials wait in a {@link JoinStore} with one input per counter task ("count:TASK"),
-     * reported every second (gauge {@code streamband-store}).
+     * reported every second (gauge {@code streamband-store}). A partial the store lets out
+     * before its time (past its bound) is merged but not counted in the ranking's {@code n}.
      */
     public static class TopK extends BaseRichBolt {
         private OutputCollector out;
@@ -211,12 +212,19 @@ public final class TrendingTopics {
             ctx.registerGauge(TruckingIoT.StoreCombine.GAUGE, partials::sample);
         }
 
-        private void merge(Tuple t, long now) {
+        private void merge(JoinStore.Held p, long now) {
+            Tuple t = p.tuple;
             for (String e : t.getString(0).trim().split(" ")) {
                 int eq = e.lastIndexOf('=');
                 if (eq > 0) {
                     window.put(e.substring(0, eq), new long[] {Long.parseLong(e.substring(eq + 1)), now});
                 }
+            }
+            if (p.forced) {
+                // merged without the other counters' counts of its time: a ranking that
+                // cannot be trusted, so not throughput (the store reports it as forced)
+                out.ack(t);
+                return;
             }
             int covered = t.getInteger(2);
             n += covered;
@@ -250,7 +258,7 @@ public final class TrendingTopics {
             long bytes = t.getString(0).length() + ((byte[]) t.getValue(3)).length + 12;
             partials.add("count:" + t.getSourceTask(), t.getSourceTask(), t, t.getLong(1), bytes);
             for (JoinStore.Held p = partials.next(); p != null; p = partials.next()) {
-                merge(p.tuple, now);
+                merge(p, now);
             }
         }
 
