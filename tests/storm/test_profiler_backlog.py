@@ -62,3 +62,48 @@ def test_no_kafka_source_no_source_backlog(tmp_path: Path):
                       f"{C2.host}:{C2.port}": {"sent": 150, "pending": 0}}
     snap.write_text(json.dumps({"time": 0.0, "flow": {"a": rep}}))
     assert prof.flow_state().ls1 == pytest.approx([3 * 40_000, 0.0])
+
+
+#: Trending Topics' two counters into the aggregator's worker, whose store keys each
+#: counter task as an input of its own
+CT1, CT2, AGG = (Worker(f"10.0.1.{i}", 6700) for i in (1, 2, 3))
+INTO_JOIN = [WorkerPair(CT1, AGG, "count[0]->topk[0]", (4,)),
+             WorkerPair(CT2, AGG, "count[1]->topk[0]", (5,))]
+
+
+def _join_snapshot(path: Path, sent: tuple[int, int], wm_s: tuple[float, float] | None) -> None:
+    """The counters' sent messages and the aggregator's store (watermarks in s; None:
+    the store has not reported)."""
+    flows = {f"c{i}": {"topology": "tt", "host": w.host, "port": w.port, "recv": 0.0,
+                       "clients": {f"{AGG.host}:{AGG.port}": {"sent": n, "pending": 0}},
+                       "transfer_queue": 0}
+             for i, (w, n) in enumerate(zip((CT1, CT2), sent, strict=True))}
+    agg: dict = {"topology": "tt", "host": AGG.host, "port": AGG.port, "recv": 0.0,
+                 "clients": {}, "transfer_queue": 0}
+    if wm_s is not None:
+        agg["stores"] = {"topk:9": {"forced": 0, "inputs": {
+            f"count:{t}": {"tuples": 0, "bytes": 0, "watermark_ms": 1000 * w,
+                           "lag_ms": 1000 * (max(wm_s) - w), "tasks": {str(t): 1000 * w}}
+            for t, w in zip((4, 5), wm_s, strict=True)}}}
+    path.write_text(json.dumps({"time": 0.0, "flow": {**flows, "agg": agg}}))
+
+
+def test_join_inputs_pace_in_event_time(tmp_path: Path):
+    """Each flow into a join's store: the event time the store has received of its
+    sending task, and the bytes it carried per second that advanced, over every interval
+    since the store first reported."""
+    snap = tmp_path / "snapshot.json"
+    _join_snapshot(snap, (0, 0), None)
+    prof = StormProfiler(snap, "tt", INTO_JOIN, hint_bytes=[3000.0, 3000.0])
+    assert prof.flow_state().rho_event is None  # no store yet
+    _join_snapshot(snap, (10, 10), (1000.0, 1000.0))
+    assert prof.flow_state().rho_event is None  # first seen: no advance to divide by
+    # the first counter's input advances 2 s on 30 messages, the second 4 s on 20
+    _join_snapshot(snap, (40, 30), (1002.0, 1004.0))
+    state = prof.flow_state()
+    assert state.rho_event == pytest.approx([30 * 3000 / 2, 20 * 3000 / 4])
+    assert state.event_s == pytest.approx([1002.0, 1004.0])
+    # an interval in which the first input's watermark stays: its pace holds
+    _join_snapshot(snap, (40, 50), (1002.0, 1008.0))
+    assert prof.flow_state().rho_event == pytest.approx([45_000.0, 40 * 3000 / 8])
+    assert prof.last is not None and prof.last["event_s"] == [1002.0, 1008.0]

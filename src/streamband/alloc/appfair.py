@@ -328,15 +328,63 @@ def sender_split_links(routing: sp.spmatrix | sp.sparray, link_kind: np.ndarray,
     return (np.asarray(link_kind) == DOWNLINK) & has_flow & split
 
 
+def event_time_links(routing: sp.spmatrix | sp.sparray, link_kind: np.ndarray,
+                     state: FlowState) -> np.ndarray:
+    """(L,) the downlinks every flow of which feeds a join's store with a known pace and
+    event time (``FlowState.rho_event`` > 0, ``event_s``, :mod:`streamband.loop.event_pace`).
+
+    Examples
+    --------
+    >>> r = sp.csr_matrix(np.array([[1.0, 0.0], [1.0, 1.0]]))
+    >>> k, z, t = np.array([DOWNLINK, DOWNLINK]), np.zeros(2), np.array([9.0, 9.0])
+    >>> event_time_links(r, k, FlowState(z, z, z, z, z, np.array([2.0, 1.0]), t)).tolist()
+    [True, True]
+    >>> event_time_links(r, k, FlowState(z, z, z, z, z, np.array([np.nan, 1.0]), t)).tolist()
+    [False, True]
+    """
+    on = _crosses(routing)
+    if state.rho_event is None or state.event_s is None or 0 in on.shape:
+        return np.zeros(on.shape[1], bool)
+    known = (np.nan_to_num(np.asarray(state.rho_event, float), nan=0.0) > 0) & ~np.isnan(
+        np.asarray(state.event_s, float))
+    flows = np.asarray(on.sum(axis=0)).ravel()
+    known_on = np.asarray(on.T @ known.astype(float)).ravel()
+    return (np.asarray(link_kind) == DOWNLINK) & (flows > 0) & (known_on == flows)
+
+
+def event_time_state(routing: sp.spmatrix | sp.sparray, joins: np.ndarray, state: FlowState,
+                     dt: float) -> FlowState:
+    """``state`` with problem (4)'s terms read in event time on the ``joins`` links: L^r_f
+    the bytes of f's event time ahead of the slowest flow into its join,
+    ρ_f (event_s_f - min event_s) (0 for the slowest), and L^r_f(t) set so that
+    ρ_f = (V_f - L^r_f(t+Δt) + L^r_f(t)) / Δt is ``rho_event``."""
+    csc = _crosses(routing).tocsc()
+    ev = np.asarray(state.event_s, float)
+    ahead = np.full(len(ev), np.inf)
+    for lk in np.flatnonzero(joins):
+        fl = csc.indices[csc.indptr[lk]:csc.indptr[lk + 1]]
+        ahead[fl] = np.minimum(ahead[fl], ev[fl] - ev[fl].min())
+    on = np.isfinite(ahead)
+    rho = np.nan_to_num(np.asarray(state.rho_event, float))
+    lr1 = np.where(on, rho * np.where(on, ahead, 0.0), state.lr1)
+    return replace(state, lr1=lr1, lr0=np.where(on, rho * dt - state.sent + lr1, state.lr0))
+
+
 def appaware_store(p: AllocProblem) -> np.ndarray:
     """000 Algorithm 1 (:func:`~streamband.alloc.appaware.appaware`) for receivers that
     keep the tuples they wait with in a store of their own (a join's, an event-time
-    aligner's) rather than in the input queues the profiler reads: eq. (3) in place of
-    problem (4) on the downlinks whose receivers keep up or whose senders hold more
-    (:func:`sender_split_links` with ``senders_hold``). On spout-fed Storm, the Trending
-    Topics aggregator and the Trucking IoT combiner hold their tuples so (L^r = 0), and
-    problem (4) then repeats the last step's split: after a step in which the
-    aggregator's inputs trickled it capped them to 0.5 Mbit/s of a 10 Mbit/s link.
+    aligner's) rather than in the input queues the profiler reads:
+
+    - on the downlinks into a join whose inputs' paces and event times are known
+      (:func:`event_time_links`), problem (4) read in event time
+      (:func:`event_time_state`, :mod:`streamband.loop.event_pace`): the flow behind
+      first, then every flow at its volume;
+    - elsewhere, eq. (3) in place of problem (4) on the downlinks whose receivers keep up
+      or whose senders hold more (:func:`sender_split_links` with ``senders_hold``). On
+      spout-fed Storm, the Trending Topics aggregator and the Trucking IoT combiner hold
+      their tuples so (L^r = 0), and problem (4) then repeats the last step's split:
+      after a step in which the aggregator's inputs trickled it capped them to 0.5
+      Mbit/s of a 10 Mbit/s link.
 
     Examples
     --------
@@ -350,10 +398,29 @@ def appaware_store(p: AllocProblem) -> np.ndarray:
     ...                  dt=1.0)
     >>> appaware_store(p).tolist()
     [7.5, 2.5]
+
+    The same senders, the join's paces known: 1 and 3 bytes per event second. The second
+    input 2 s ahead: the first gets the whole step, 1.25 bytes (1.25 event seconds);
+    0.25 s ahead: both end the step 0.5 s on; level: 1:3.
+
+    >>> pace = np.array([1.0, 3.0])
+    >>> s = FlowState(ls, ls, z, z, z, rho_event=pace, event_s=np.array([100.0, 102.0]))
+    >>> appaware_store(replace(p, state=s)).tolist()
+    [10.0, 0.0]
+    >>> s = replace(s, event_s=np.array([100.0, 100.25]))
+    >>> appaware_store(replace(p, state=s)).tolist()
+    [4.0, 6.0]
+    >>> s = replace(s, event_s=np.array([100.0, 100.0]))
+    >>> appaware_store(replace(p, state=s)).tolist()
+    [2.5, 7.5]
     """
-    kind = np.where(sender_split_links(p.routing, p.link_kind, p.state, senders_hold=True),
-                    UPLINK, p.link_kind)
-    return appaware(replace(p, link_kind=kind))
+    s = p.state
+    joins = event_time_links(p.routing, p.link_kind, s)
+    split = sender_split_links(p.routing, p.link_kind, s, senders_hold=True) & ~joins
+    if joins.any():
+        s = event_time_state(p.routing, joins, s, p.dt)
+    kind = np.where(split, UPLINK, p.link_kind)
+    return appaware(replace(p, link_kind=kind, state=s))
 
 
 def _crosses(routing: sp.spmatrix | sp.sparray) -> sp.csr_matrix:

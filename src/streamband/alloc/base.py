@@ -43,13 +43,27 @@ class GarbageState(InputError):
         self.reason = reason
 
 
+def _check_counts(a: np.ndarray) -> None:
+    """Raises :class:`GarbageState` unless every value is a finite count in [0, ABSURD]."""
+    if not np.all(np.isfinite(a)):
+        raise GarbageState("not_finite")
+    if np.any(a < 0):
+        raise GarbageState("negative")
+    if np.any(a > ABSURD):
+        raise GarbageState("absurd")
+
+
 @dataclass
 class FlowState:
     """000 §IV-A1, Fig. 5: per flow, in bytes, over the interval (t, t + Δt).
 
     ``ls0``/``ls1``: sender backlog L^s_f(t) and L^s_f(t+Δt);
     ``lr0``/``lr1``: receiver backlog L^r_f(t) and L^r_f(t+Δt);
-    ``sent``: V_f(t, t+Δt), bytes the flow transferred in the interval.
+    ``sent``: V_f(t, t+Δt), bytes the flow transferred in the interval;
+    ``rho_event``: where the flow feeds a join that aligns its inputs on event time in a
+    store of its own, the bytes it carries per second of its input's event time (NaN for
+    the other flows; None: no flow does), the pace at which that join consumes it;
+    ``event_s``: the event time (s) the join has received of the flow's sending tasks.
     """
 
     ls0: np.ndarray
@@ -57,6 +71,8 @@ class FlowState:
     lr0: np.ndarray
     lr1: np.ndarray
     sent: np.ndarray
+    rho_event: np.ndarray | None = None
+    event_s: np.ndarray | None = None
 
     @classmethod
     def zeros(cls, n: int) -> FlowState:
@@ -75,13 +91,11 @@ class FlowState:
             Naming the first kind of garbage found.
         """
         for name in ("ls0", "ls1", "lr0", "lr1", "sent"):
-            a = np.asarray(getattr(self, name), float)
-            if not np.all(np.isfinite(a)):
-                raise GarbageState("not_finite")
-            if np.any(a < 0):
-                raise GarbageState("negative")
-            if np.any(a > ABSURD):
-                raise GarbageState("absurd")
+            _check_counts(np.asarray(getattr(self, name), float))
+        for opt in (self.rho_event, self.event_s):  # NaN: no join behind the flow
+            if opt is not None:
+                a = np.asarray(opt, float)
+                _check_counts(a[~np.isnan(a)])
         return self
 
 

@@ -81,8 +81,8 @@ POLICIES: dict[str, PolicyEntry] = {e.name: e for e in (
     PolicyEntry("appaware", "loop", appaware, "000 Algorithm 1: problems (3) and (4), "
                 "internal-link scaling, backfill (§VI-C)"),
     PolicyEntry("appaware-store", "loop", appaware_store, "000 Algorithm 1 for receivers "
-                "that keep waiting tuples in their own store: eq. (3) on downlinks whose "
-                "receivers keep up"),
+                "that keep waiting tuples in their own store: problem (4) in event time "
+                "into joins, eq. (3) on other downlinks whose receivers keep up"),
     PolicyEntry("weighted", "loop", weighted, "001 §III-D: rates proportional to tuple sizes"),
     PolicyEntry("observe", "loop", uncapped, "the manager loop observes and logs but caps "
                 "nothing (plain TCP; a control: a bench's checks must fail for it)"),

@@ -54,6 +54,11 @@ class ProfilerSet:
         states = [p.flow_state() for p in self.parts]
         joined = FlowState(*(np.concatenate([getattr(s, k) for s in states])
                              for k in ("ls0", "ls1", "lr0", "lr1", "sent")))
+        for k in ("rho_event", "event_s"):  # the joins' event time, NaN where none
+            if any(getattr(s, k) is not None for s in states):
+                setattr(joined, k, np.concatenate([
+                    v if (v := getattr(s, k)) is not None else np.full(len(s), np.nan)
+                    for s in states]))
         last: dict[str, Any] = {}
         for p in self.parts:
             for k, v in (p.last or {}).items():

@@ -25,7 +25,10 @@ Storm counts task messages, not bytes. Conversions, per flow and interval:
   records its topic holds unread (:mod:`streamband.loop.source_backlog`);
 - ``L^r_f`` (receiver backlog): ``b`` times the receive-queue population of the
   receiving worker's executors, split among the flows into that worker by their
-  messages in the interval (one receive queue per executor mixes all its inputs).
+  messages in the interval (one receive queue per executor mixes all its inputs);
+- ``event_s``, for a flow into a join's own store: the event time the store has received
+  of the flow's sending tasks; ``rho_event``: the bytes the flow carried per second that
+  advanced (:mod:`streamband.loop.event_pace`).
 
 :class:`ClusterProfiler` is the same profiler for a cluster known only by addresses
 (``streamband manage``): no kernel to ask, the bytes counted by each flow's rule on its
@@ -42,6 +45,7 @@ import numpy as np
 
 from streamband.alloc.base import FlowState
 from streamband.loop.engine import Counters, SwitchMeasured
+from streamband.loop.event_pace import EventPace
 from streamband.loop.reports import read_snapshot, worker_reports
 from streamband.loop.sockets import HostSockets, SocketReader, TcpSocket, tcp_sockets
 from streamband.loop.source_backlog import SourceBacklog
@@ -100,6 +104,7 @@ class StormProfiler:
         self._ls = np.zeros(n)
         self._lr = np.zeros(n)
         self._source = SourceBacklog(n)
+        self._pace = EventPace(n)
         self.samples = 0
         self.last: dict[str, Any] | None = None
         #: seconds the last flow state covers (None before the second call)
@@ -186,7 +191,11 @@ class StormProfiler:
                 lr[idx[part]] += share * self.bpm[idx[part]]
         lag, lag_bytes, emitted = _source_lag(reports, self.pairs)
         ls = ls + self._source.carried_for(np.asarray(lag), np.asarray(emitted), d_msgs) * self.bpm
-        state = FlowState(ls0=self._ls, ls1=ls, lr0=self._lr, lr1=lr, sent=d_bytes)
+        wm = _store_event_times(reports, self.pairs)
+        pace = self._pace.update(d_bytes, wm)
+        joins = bool(np.any(~np.isnan(pace)))
+        state = FlowState(ls0=self._ls, ls1=ls, lr0=self._lr, lr1=lr, sent=d_bytes,
+                          rho_event=pace if joins else None, event_s=wm if joins else None)
         self._msgs, self._acked, self._ls, self._lr = msgs, acked, ls, lr
         self._conn = [s.four_tuple if s else None for s in kernel]
         self.samples += 1
@@ -194,7 +203,8 @@ class StormProfiler:
                      "lr": lr.tolist(), "msgs": d_msgs.tolist(), "bytes_per_msg": self.bpm.tolist(),
                      "report_age_s": _age(snap, reports, self.pairs),
                      "interval_s": self.interval_s, "source_lag": lag,
-                     "source_lag_bytes": lag_bytes, **kernel_view(kernel)}
+                     "source_lag_bytes": lag_bytes, "event_s": _nulls(wm),
+                     "rho_event": _nulls(pace), **kernel_view(kernel)}
         return state
 
 
@@ -211,9 +221,7 @@ def _store_shares(rep: dict[str, Any], pairs: list[WorkerPair], weights: np.ndar
             tuples = float((waiting or {}).get("tuples") or 0.0)
             if tuples <= 0:
                 continue
-            comp, _, task = str(key).partition(":")
-            mine = [k for k, p in enumerate(pairs) if p.src_component == comp
-                    and (not task or (task.isdigit() and int(task) in p.src_tasks))]
+            mine = [k for k, p in enumerate(pairs) if _feeds(p, key)]
             if not mine:
                 continue
             w = weights[mine]
@@ -221,6 +229,41 @@ def _store_shares(rep: dict[str, Any], pairs: list[WorkerPair], weights: np.ndar
             for k, s in zip(mine, w, strict=True):
                 out[k] = out.get(k, 0.0) + tuples * float(s)
     return out
+
+
+def _feeds(pair: WorkerPair, key: str) -> bool:
+    """Whether ``pair`` carries the store input ``key``: a sending component
+    (``trucks``) or one of its tasks (``count:7``)."""
+    comp, _, task = str(key).partition(":")
+    return pair.src_component == comp and (
+        not task or (task.isdigit() and int(task) in pair.src_tasks))
+
+
+def _store_event_times(reports: dict[tuple[str, int], dict[str, Any]],
+                      pairs: list[WorkerPair]) -> np.ndarray:
+    """Per flow, the event time (s) the receiving worker's join stores have received of
+    the flow's sending tasks (report ``stores``: per join task, per input, ``tasks``: each
+    sending task's latest event time, ms), the oldest of them; where a store reports no
+    tasks, its input's ``watermark_ms``; NaN where the flow feeds no store, or none has
+    reported."""
+    out = np.full(len(pairs), np.nan)
+    for i, p in enumerate(pairs):
+        rep = reports.get((p.dst.host, p.dst.port)) or {}
+        for store in (rep.get("stores") or {}).values():
+            for key, v in ((store or {}).get("inputs") or {}).items():
+                if not _feeds(p, key):
+                    continue
+                tasks = (v or {}).get("tasks") or {}
+                mine = [tasks[str(t)] for t in p.src_tasks if tasks.get(str(t)) is not None]
+                wm = min(mine) if mine else (v or {}).get("watermark_ms")
+                if wm is not None:
+                    out[i] = np.fmin(out[i], float(wm) / 1e3)
+    return out
+
+
+def _nulls(a: np.ndarray) -> list[float | None]:
+    """``a`` as a JSON list, NaN as null."""
+    return [None if np.isnan(v) else float(v) for v in a]
 
 
 def _source_lag(reports: dict[tuple[str, int], dict[str, Any]], pairs: list[WorkerPair]

@@ -1,10 +1,10 @@
 package streamband.storm.topo;
 
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.PriorityQueue;
 import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.storm.tuple.Tuple;
 
@@ -45,7 +45,8 @@ public final class JoinStore {
     /** One input's watermark and what of it waits. */
     static final class Input {
         final int tasks;
-        final Map<Integer, Long> latest = new HashMap<>();
+        // read by the reporter's thread too
+        final Map<Integer, Long> latest = new ConcurrentHashMap<>();
         volatile long watermark = Long.MIN_VALUE;
         final AtomicLong tuples = new AtomicLong();
         final AtomicLong bytes = new AtomicLong();
@@ -112,12 +113,17 @@ public final class JoinStore {
         return h;
     }
 
-    /** {@code {"inputs": {INPUT: {tuples, bytes, watermark_ms, lag_ms}}, "forced": n}}: safe
-     * to call from another thread (each number is current; together they may be a tuple apart). */
+    /** {@code {"inputs": {INPUT: {tuples, bytes, watermark_ms, lag_ms, tasks}}, "forced": n}},
+     * {@code tasks} each sending task's latest event time (ms): safe to call from another
+     * thread (each number is current; together they may be a tuple apart). */
     public Map<String, Object> sample() {
         Map<String, long[]> each = new LinkedHashMap<>();
         inputs.forEach((name, in) -> each.put(name, new long[] {in.tuples.get(), in.bytes.get(), in.watermark}));
-        return describe(each, forced.get());
+        Map<String, Object> out = describe(each, forced.get());
+        @SuppressWarnings("unchecked")
+        Map<String, Map<String, Object>> described = (Map<String, Map<String, Object>>) out.get("inputs");
+        inputs.forEach((name, in) -> described.get(name).put("tasks", new TreeMap<>(in.latest)));
+        return out;
     }
 
     /** The report of a store: per input {tuples, bytes, watermark (Long.MIN_VALUE: none yet)}. */
