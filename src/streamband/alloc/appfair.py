@@ -357,15 +357,20 @@ def event_time_state(routing: sp.spmatrix | sp.sparray, joins: np.ndarray, state
     """``state`` with problem (4)'s terms read in event time on the ``joins`` links: L^r_f
     the bytes of f's event time ahead of the slowest flow into its join,
     ρ_f (event_s_f - min event_s) (0 for the slowest), and L^r_f(t) set so that
-    ρ_f = (V_f - L^r_f(t+Δt) + L^r_f(t)) / Δt is ``rho_event``."""
+    ρ_f = (V_f - L^r_f(t+Δt) + L^r_f(t)) / Δt is ``rho_event``. A flow with nothing to
+    send (no sender backlog, nothing sent) is no one's slowest and gets ρ_f = 0: behind
+    in event time, it could use none of the share (4) would give it."""
     csc = _crosses(routing).tocsc()
     ev = np.asarray(state.event_s, float)
+    idle = (np.asarray(state.ls1, float) <= 0) & (np.asarray(state.sent, float) <= 0)
     ahead = np.full(len(ev), np.inf)
     for lk in np.flatnonzero(joins):
         fl = csc.indices[csc.indptr[lk]:csc.indptr[lk + 1]]
-        ahead[fl] = np.minimum(ahead[fl], ev[fl] - ev[fl].min())
+        busy = fl[~idle[fl]]
+        slowest = ev[busy].min() if len(busy) else ev[fl].min()
+        ahead[fl] = np.minimum(ahead[fl], np.maximum(ev[fl] - slowest, 0.0))
     on = np.isfinite(ahead)
-    rho = np.nan_to_num(np.asarray(state.rho_event, float))
+    rho = np.where(idle, 0.0, np.nan_to_num(np.asarray(state.rho_event, float)))
     lr1 = np.where(on, rho * np.where(on, ahead, 0.0), state.lr1)
     return replace(state, lr1=lr1, lr0=np.where(on, rho * dt - state.sent + lr1, state.lr0))
 
@@ -413,6 +418,13 @@ def appaware_store(p: AllocProblem) -> np.ndarray:
     >>> s = replace(s, event_s=np.array([100.0, 100.0]))
     >>> appaware_store(replace(p, state=s)).tolist()
     [2.5, 7.5]
+
+    The first input 2 s behind with nothing to send: the second takes the link.
+
+    >>> idle = FlowState(np.array([0.0, 3.0]), np.array([0.0, 3.0]), z, z, z,
+    ...                  rho_event=pace, event_s=np.array([100.0, 102.0]))
+    >>> appaware_store(replace(p, state=idle)).round(6).tolist()
+    [0.0, 10.0]
     """
     s = p.state
     joins = event_time_links(p.routing, p.link_kind, s)
