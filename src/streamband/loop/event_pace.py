@@ -16,18 +16,19 @@ from __future__ import annotations
 
 import numpy as np
 
-#: seconds the watermark of a flow's input must have advanced since it was first seen before
-#: its pace is measured (before: NaN)
+#: seconds the event time a join has received of a flow must have advanced since it was first
+#: seen before the flow's pace is measured (before: NaN)
 MIN_ADVANCE_S = 1.0
 
 
 class EventPace:
-    """Per flow, the bytes it carried per second its input's watermark advanced, over every
-    interval since the watermark was first seen; the last measure holds while the watermark
-    is not reported, has not advanced :data:`MIN_ADVANCE_S`, or went back (a new topology).
+    """Per flow, the bytes it carried per second the event time its join has received of it
+    advanced, over every interval since that event time was first seen; the last measure
+    holds while it is not reported, has not advanced :data:`MIN_ADVANCE_S`, or went back
+    (a new topology).
 
     Over all intervals, not the last one: in one interval a flow carries what its cap let
-    through, and the input capped to the floor advances its watermark by nothing.
+    through, and the flow capped to the floor advances its event time by nothing.
 
     Examples
     --------
@@ -44,15 +45,15 @@ class EventPace:
     """
 
     def __init__(self, n: int) -> None:
-        self._start = np.full(n, np.nan)  # the watermark when first seen, s
+        self._start = np.full(n, np.nan)  # the event time when first seen, s
         self._carried = np.zeros(n)  # bytes carried since then
         self.rho = np.full(n, np.nan)
 
-    def update(self, carried: np.ndarray, watermark_s: np.ndarray) -> np.ndarray:
+    def update(self, carried: np.ndarray, event_s: np.ndarray) -> np.ndarray:
         """Each flow's pace, bytes per second of event time, after an interval in which it
-        carried ``carried`` bytes and after which its input's watermark is
-        ``watermark_s`` (NaN: the flow feeds no join, or its join has not reported)."""
-        wm = np.asarray(watermark_s, float)
+        carried ``carried`` bytes and after which its join has received it up to event
+        time ``event_s`` (NaN: the flow feeds no join, or its join has not reported)."""
+        wm = np.asarray(event_s, float)
         seen = ~np.isnan(wm)
         first = seen & np.isnan(self._start)
         self._start[first] = wm[first]

@@ -191,11 +191,11 @@ class StormProfiler:
                 lr[idx[part]] += share * self.bpm[idx[part]]
         lag, lag_bytes, emitted = _source_lag(reports, self.pairs)
         ls = ls + self._source.carried_for(np.asarray(lag), np.asarray(emitted), d_msgs) * self.bpm
-        wm = _store_event_times(reports, self.pairs)
-        pace = self._pace.update(d_bytes, wm)
+        ev = _store_event_times(reports, self.pairs)
+        pace = self._pace.update(d_bytes, ev)
         joins = bool(np.any(~np.isnan(pace)))
         state = FlowState(ls0=self._ls, ls1=ls, lr0=self._lr, lr1=lr, sent=d_bytes,
-                          rho_event=pace if joins else None, event_s=wm if joins else None)
+                          rho_event=pace if joins else None, event_s=ev if joins else None)
         self._msgs, self._acked, self._ls, self._lr = msgs, acked, ls, lr
         self._conn = [s.four_tuple if s else None for s in kernel]
         self.samples += 1
@@ -203,7 +203,7 @@ class StormProfiler:
                      "lr": lr.tolist(), "msgs": d_msgs.tolist(), "bytes_per_msg": self.bpm.tolist(),
                      "report_age_s": _age(snap, reports, self.pairs),
                      "interval_s": self.interval_s, "source_lag": lag,
-                     "source_lag_bytes": lag_bytes, "event_s": _nulls(wm),
+                     "source_lag_bytes": lag_bytes, "event_s": _nulls(ev),
                      "rho_event": _nulls(pace), **kernel_view(kernel)}
         return state
 
@@ -240,7 +240,7 @@ def _feeds(pair: WorkerPair, key: str) -> bool:
 
 
 def _store_event_times(reports: dict[tuple[str, int], dict[str, Any]],
-                      pairs: list[WorkerPair]) -> np.ndarray:
+                       pairs: list[WorkerPair]) -> np.ndarray:
     """Per flow, the event time (s) the receiving worker's join stores have received of
     the flow's sending tasks (report ``stores``: per join task, per input, ``tasks``: each
     sending task's latest event time, ms), the oldest of them; where a store reports no
