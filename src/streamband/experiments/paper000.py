@@ -71,11 +71,11 @@ STORM_WARMUP_S = 60.0
 #: downlinks; eq. (3) splits those by the senders' backlogs. On the simulator both give
 #: the same gains.
 UNDER_TEST = {"sim": "appaware", "storm": "appaware-store"}
-#: Kafka-fed engines: the joins report what waits in their stores, but problem (4) reads
-#: ρ from one interval's deliveries there and its caps swing (on Flink too: credit-based
-#: flow control keeps the receivers' input pools near empty); the senders hold the
-#: integral backlog (the sources' unread records, the word counters' queues), so eq. (3)
-#: splits those downlinks (``appaware-store``)
+#: Kafka-fed engines: Storm's joins report per input the event time they have reached and
+#: its bytes per event-second, so ``appaware-store`` reads problem (4) in event time on
+#: their downlinks (one interval's deliveries into a store swing; event time does not);
+#: Flink's reporter gives no event time, and there eq. (3) splits them by the senders'
+#: backlogs (the sources' unread records, the word counters' queues)
 UNDER_TEST_KAFKA = {"storm": "appaware-store", "sim": "appaware", "flink": "appaware-store"}
 #: Kafka-fed engines: the rates as per-flow HTB classes at the bottleneck ports
 #: (:mod:`streamband.sdn.shaper`), not meters: a meter drops what is above a flow's rate
