@@ -67,15 +67,14 @@ STORM_MAX_PENDING = 100
 STORM_WARMUP_S = 60.0
 #: the policy under test per backend. On Storm, TT's aggregator and TI's combiner keep
 #: the tuples they wait with in their own event-time store, not in the receive queues the
-#: profiler reads (L^r = 0), so problem (4) repeats the last step's split on their
-#: downlinks; eq. (3) splits those by the senders' backlogs. On the simulator both give
-#: the same gains.
+#: profiler reads (L^r = 0), so plain problem (4) repeats the last step's split on their
+#: downlinks; the stores report each input's event time and its bytes per event-second,
+#: and ``appaware-store`` reads problem (4) in event time there. On the simulator both
+#: give the same gains.
 UNDER_TEST = {"sim": "appaware", "storm": "appaware-store"}
-#: Kafka-fed engines: Storm's joins report per input the event time they have reached and
-#: its bytes per event-second, so ``appaware-store`` reads problem (4) in event time on
-#: their downlinks (one interval's deliveries into a store swing; event time does not);
-#: Flink's reporter gives no event time, and there eq. (3) splits them by the senders'
-#: backlogs (the sources' unread records, the word counters' queues)
+#: Kafka-fed engines: as :data:`UNDER_TEST` on Storm; Flink's reporter gives no event
+#: time, and there eq. (3) splits the joins' downlinks by the senders' backlogs (the
+#: sources' unread records, the word counters' queues)
 UNDER_TEST_KAFKA = {"storm": "appaware-store", "sim": "appaware", "flink": "appaware-store"}
 #: Kafka-fed engines: the rates as per-flow HTB classes at the bottleneck ports
 #: (:mod:`streamband.sdn.shaper`), not meters: a meter drops what is above a flow's rate
