@@ -18,7 +18,13 @@ channels:
 - ``L^r_f`` (receiver backlog): the bytes the consumer's input channels of the pair have
   received and the task has not yet processed, plus what waits in a join's own state for
   this input (operator gauge ``streamband-store``, per input component, split among the
-  pairs of that input by the bytes each sent in the interval).
+  pairs of that input by the bytes each sent in the interval);
+- ``event_s``, for a pair into a join whose store reports each sending subtask's latest
+  event time (Trending Topics' aggregator): the oldest of its channels' senders; and
+  ``rho_event``, the bytes the pair carried per second that advanced
+  (:mod:`streamband.loop.event_pace`). A store that knows only its input's latest event
+  time gives none: an input's subtasks on two TaskManagers are two flows, and the one
+  behind is what the join waits for.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import numpy as np
 
 from streamband.alloc.base import FlowState
 from streamband.flink.flows import TmPair, connection
+from streamband.loop.event_pace import EventPace, nulls
 from streamband.loop.reports import read_snapshot
 from streamband.loop.sockets import HostSockets, SocketReader, TcpSocket
 from streamband.loop.source_backlog import SourceBacklog
@@ -175,6 +182,35 @@ def source_pending(reports: dict[str, dict[str, Any]], place: dict[str, Any]
     return out
 
 
+def store_event_times(pairs: list[TmPair], reports: dict[str, dict[str, Any]]) -> np.ndarray:
+    """Per pair, the event time (s) its consumer tasks' stores have received of its
+    channels' producing subtasks (a store's ``inputs.INPUT.tasks``: each sending subtask's
+    latest event time, ms), the oldest of them; NaN where no store reports its senders.
+
+    Examples
+    --------
+    >>> from streamband.flink.flows import Channel, TaskManagerRef
+    >>> tm = [TaskManagerRef(f"tm{i}", f"10.0.0.{i}", 6121) for i in range(3)]
+    >>> ch = [Channel("vc", i, "vt", 0) for i in range(2)]
+    >>> pairs = [TmPair(tm[i], tm[2], ("count->topk",), (ch[i],)) for i in range(2)]
+    >>> store = {"inputs": {"count": {"watermark_ms": 9000, "tasks": {"0": 7000}}}}
+    >>> reports = {"tm2": {"tasks": {"vt:0": {"stores": {"s": store}}}}}
+    >>> store_event_times(pairs, reports).tolist()
+    [7.0, nan]
+    """
+    out = np.full(len(pairs), np.nan)
+    for i, p in enumerate(pairs):
+        for ch in p.channels:
+            task = ((reports.get(p.dst.id) or {}).get("tasks") or {}).get(
+                f"{ch.dst_vertex}:{ch.dst_subtask}") or {}
+            for store in (task.get("stores") or {}).values():
+                v = ((store or {}).get("inputs") or {}).get(p.src_component) or {}
+                ms = (v.get("tasks") or {}).get(str(ch.src_subtask))
+                if isinstance(ms, int | float):
+                    out[i] = np.fmin(out[i], float(ms) / 1e3)
+    return out
+
+
 def _store_waiting(rep: dict[str, Any], vertex: str, subtask: int, comp: str) -> float:
     """Bytes waiting in the stores of a consumer task for input ``comp``."""
     task = (rep.get("tasks") or {}).get(f"{vertex}:{subtask}") or {}
@@ -205,6 +241,7 @@ class FlinkProfiler:
         self._ls = np.zeros(n)
         self._lr = np.zeros(n)
         self._source = SourceBacklog(n)
+        self._pace = EventPace(n)
         self.samples = 0
         self.last: dict[str, Any] | None = None
         self.interval_s: float | None = None
@@ -270,7 +307,11 @@ class FlinkProfiler:
             w = d_handed[idx]
             w = w / w.sum() if w.sum() > 0 else np.full(len(idx), 1.0 / len(idx))
             lr[idx] += held * w
-        state = FlowState(ls0=self._ls, ls1=ls, lr0=self._lr, lr1=lr, sent=sent)
+        wm = store_event_times(self.pairs, reports)
+        pace = self._pace.update(sent, wm)
+        joins = bool(np.any(~np.isnan(pace)))
+        state = FlowState(ls0=self._ls, ls1=ls, lr0=self._lr, lr1=lr, sent=sent,
+                          rho_event=pace if joins else None, event_s=wm if joins else None)
         self._handed, self._acked, self._ls, self._lr = handed, acked, ls, lr
         self._conn = [s.four_tuple if s else None for s in kernel]
         self.samples += 1
@@ -284,6 +325,7 @@ class FlinkProfiler:
                      "socket": [s.four_tuple if s else None for s in kernel],
                      "report_age_s": max(ages) if ages else None,
                      "interval_s": self.interval_s, "tms": sorted(reports),
+                     "event_s": nulls(wm), "rho_event": nulls(pace),
                      "n": n}
         return state
 

@@ -64,3 +64,8 @@ class EventPace:
             ok = counted & (advance >= MIN_ADVANCE_S)
         self.rho[ok] = self._carried[ok] / advance[ok]
         return self.rho.copy()
+
+
+def nulls(a: np.ndarray) -> list[float | None]:
+    """``a`` (event times, paces) as a JSON list, NaN as null."""
+    return [None if np.isnan(v) else float(v) for v in a]

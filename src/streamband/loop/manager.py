@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from streamband.alloc.appfair import event_time_links
 from streamband.alloc.base import AllocProblem, FlowState, Policy, as_decision
 from streamband.alloc.common import bottlenecked_links, entries
 from streamband.errors import PreconditionError
@@ -167,6 +168,8 @@ class Manager:
         Links left to TCP whatever their load: their flows' engine already paces them
         together (:func:`~streamband.loop.guard.paced_links`); the policy does not see
         them as bottlenecked, and a flow on no other bottlenecked link stays uncapped.
+        Not left to TCP: the downlinks into a join whose store reports each input's pace
+        and event time (:func:`~streamband.alloc.appfair.event_time_links`).
     full_frac : float, optional
         A link whose demands reach its capacity counts as bottlenecked only while its
         measured load is at least this share of its capacity (:data:`FULL_FRAC`), when the
@@ -265,7 +268,11 @@ class Manager:
             now_hot &= util >= self.full_frac
         problem.bottlenecked = self.held(now_hot)
         if self.paced is not None:
-            problem.bottlenecked &= ~self.paced
+            # a join's store that reports where each input stands in event time shows the
+            # one behind, which eq. (3) read from the last cap could not: its links are the
+            # policy's
+            joins = event_time_links(problem.routing, problem.link_kind, state)
+            problem.bottlenecked &= ~(self.paced & ~joins)
         t0 = time.perf_counter()
         decision = as_decision(self.policy(problem))
         spent = time.perf_counter() - t0

@@ -45,7 +45,7 @@ import numpy as np
 
 from streamband.alloc.base import FlowState
 from streamband.loop.engine import Counters, SwitchMeasured
-from streamband.loop.event_pace import EventPace
+from streamband.loop.event_pace import EventPace, nulls
 from streamband.loop.reports import read_snapshot, worker_reports
 from streamband.loop.sockets import HostSockets, SocketReader, TcpSocket, tcp_sockets
 from streamband.loop.source_backlog import SourceBacklog
@@ -203,8 +203,8 @@ class StormProfiler:
                      "lr": lr.tolist(), "msgs": d_msgs.tolist(), "bytes_per_msg": self.bpm.tolist(),
                      "report_age_s": _age(snap, reports, self.pairs),
                      "interval_s": self.interval_s, "source_lag": lag,
-                     "source_lag_bytes": lag_bytes, "event_s": _nulls(ev),
-                     "rho_event": _nulls(pace), **kernel_view(kernel)}
+                     "source_lag_bytes": lag_bytes, "event_s": nulls(ev),
+                     "rho_event": nulls(pace), **kernel_view(kernel)}
         return state
 
 
@@ -259,11 +259,6 @@ def _store_event_times(reports: dict[tuple[str, int], dict[str, Any]],
                 if wm is not None:
                     out[i] = np.fmin(out[i], float(wm) / 1e3)
     return out
-
-
-def _nulls(a: np.ndarray) -> list[float | None]:
-    """``a`` as a JSON list, NaN as null."""
-    return [None if np.isnan(v) else float(v) for v in a]
 
 
 def _source_lag(reports: dict[tuple[str, int], dict[str, Any]], pairs: list[WorkerPair]

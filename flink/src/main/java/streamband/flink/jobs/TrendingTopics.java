@@ -11,6 +11,7 @@ import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.tuple.Tuple3;
 import org.apache.flink.api.java.tuple.Tuple4;
+import org.apache.flink.api.java.tuple.Tuple5;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
@@ -31,9 +32,12 @@ public final class TrendingTopics {
     private TrendingTopics() {
     }
 
-    /** (top list, ts, words covered, payload). */
+    /** (top list, ts, words covered, payload): the ranking. */
     static final TypeInformation<Tuple4<String, Long, Integer, byte[]>> PARTIAL =
         Types.TUPLE(Types.STRING, Types.LONG, Types.INT, Types.PRIMITIVE_ARRAY(Types.BYTE));
+    /** (top list, ts, words covered, payload, the counter's subtask): a counter's partial. */
+    static final TypeInformation<Tuple5<String, Long, Integer, byte[], Integer>> COUNTED =
+        Types.TUPLE(Types.STRING, Types.LONG, Types.INT, Types.PRIMITIVE_ARRAY(Types.BYTE), Types.INT);
 
     public static void main(String[] args) throws Exception {
         Bench b = Bench.load(args);
@@ -41,8 +45,8 @@ public final class TrendingTopics {
         SingleOutputStreamOperator<Tuple3<String, Long, byte[]>> tweets = b.kafka(env, "tweets", "tweets", new Records.Tweet());
         SingleOutputStreamOperator<Tuple3<String, Long, byte[]>> words =
             b.place(tweets.rebalance().process(new Split((int) b.num("bench.bytes.word", 0))).returns(Records.TEXT), "split");
-        SingleOutputStreamOperator<Tuple4<String, Long, Integer, byte[]>> partials = b.place(
-            words.keyBy(t -> t.f0, Types.STRING).process(new Count(b)).returns(PARTIAL), "count");
+        SingleOutputStreamOperator<Tuple5<String, Long, Integer, byte[], Integer>> partials = b.place(
+            words.keyBy(t -> t.f0, Types.STRING).process(new Count(b)).returns(COUNTED), "count");
         SingleOutputStreamOperator<Tuple4<String, Long, Integer, byte[]>> ranking = b.place(
             partials.keyBy(t -> 0, Types.INT).process(new TopK(b)).returns(PARTIAL), "topk");
         b.place(ranking.rebalance().addSink(new Report(b)), "report");
@@ -72,14 +76,18 @@ public final class TrendingTopics {
         }
     }
 
-    /** Word counts; every K arrivals, the local top list with how many words it covers. */
-    static final class Count extends KeyedProcessFunction<String, Tuple3<String, Long, byte[]>, Tuple4<String, Long, Integer, byte[]>> {
+    /**
+     * Word counts; every K arrivals, the local top list with how many words it covers and the
+     * subtask that counted them (the aggregator's store reports how far each has come).
+     */
+    static final class Count extends KeyedProcessFunction<String, Tuple3<String, Long, byte[]>, Tuple5<String, Long, Integer, byte[], Integer>> {
         private static final long serialVersionUID = 1L;
         private final Bench bench;
         private transient Map<String, Long> counts;
         private transient byte[] pad;
         private int k;
         private int topn;
+        private int task;
         private int since;
         private double tsSum;
 
@@ -93,10 +101,12 @@ public final class TrendingTopics {
             k = (int) bench.num("bench.k", 100);
             topn = (int) bench.num("bench.topk", 10);
             pad = Bench.payload((int) bench.num("bench.bytes.partial", 0), 7);
+            task = getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
         }
 
         @Override
-        public void processElement(Tuple3<String, Long, byte[]> t, Context ctx, Collector<Tuple4<String, Long, Integer, byte[]>> out) {
+        public void processElement(Tuple3<String, Long, byte[]> t, Context ctx,
+                                   Collector<Tuple5<String, Long, Integer, byte[], Integer>> out) {
             counts.merge(t.f0, 1L, Long::sum);
             since++;
             tsSum += t.f1;
@@ -107,7 +117,7 @@ public final class TrendingTopics {
                 for (int i = 0; i < Math.min(topn, top.size()); i++) {
                     sb.append(top.get(i).getKey()).append('=').append(top.get(i).getValue()).append(' ');
                 }
-                out.collect(Tuple4.of(sb.toString(), (long) (tsSum / since), since, pad));
+                out.collect(Tuple5.of(sb.toString(), (long) (tsSum / since), since, pad, task));
                 since = 0;
                 tsSum = 0;
             }
@@ -119,11 +129,12 @@ public final class TrendingTopics {
      * watermark has passed its time (an event-time timer), then updates the window; every second
      * (a processing-time timer) the ranking goes out with the words it covers.
      */
-    static final class TopK extends KeyedProcessFunction<Integer, Tuple4<String, Long, Integer, byte[]>, Tuple4<String, Long, Integer, byte[]>> {
+    static final class TopK extends KeyedProcessFunction<Integer, Tuple5<String, Long, Integer, byte[], Integer>,
+        Tuple4<String, Long, Integer, byte[]>> {
         private static final long serialVersionUID = 1L;
         private final Bench bench;
         private transient Map<String, long[]> window; // word -> {count, seen ms}
-        private transient PriorityQueue<Tuple4<String, Long, Integer, byte[]>> waiting;
+        private transient PriorityQueue<Tuple5<String, Long, Integer, byte[], Integer>> waiting;
         private transient Store store;
         private transient byte[] pad;
         private long windowMs;
@@ -148,10 +159,10 @@ public final class TrendingTopics {
         }
 
         @Override
-        public void processElement(Tuple4<String, Long, Integer, byte[]> t, Context ctx,
+        public void processElement(Tuple5<String, Long, Integer, byte[], Integer> t, Context ctx,
                                    Collector<Tuple4<String, Long, Integer, byte[]>> out) {
             long bytes = t.f0.length() + t.f3.length + 12;
-            store.seen("count", t.f1);
+            store.seen("count", t.f4, t.f1);
             store.hold("count", bytes);
             waiting.add(t);
             ctx.timerService().registerEventTimeTimer(t.f1);
@@ -167,7 +178,7 @@ public final class TrendingTopics {
             long now = ctx.timerService().currentProcessingTime();
             long wm = ctx.timerService().currentWatermark();
             while (!waiting.isEmpty() && waiting.peek().f1 <= wm) {
-                Tuple4<String, Long, Integer, byte[]> p = waiting.poll();
+                Tuple5<String, Long, Integer, byte[], Integer> p = waiting.poll();
                 store.release("count", p.f0.length() + p.f3.length + 12);
                 for (String e : p.f0.trim().split(" ")) {
                     int eq = e.lastIndexOf('=');
