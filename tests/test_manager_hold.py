@@ -301,16 +301,22 @@ class JoinReplay(Replay):
 def test_a_paced_link_into_a_join_reporting_event_times_is_the_policys():
     """The same paced link as above, now a downlink into a join whose store reports
     where each input stands in event time: appaware-store caps it at every hot step, the
-    input behind first (problem (4) in event time), and the link's capacity is used."""
+    input behind first (problem (4) in event time), and the link's capacity is used; a
+    manager whose policy does not read event times leaves it to TCP."""
     from streamband.alloc.appfair import appaware_store
     from streamband.alloc.base import DOWNLINK
 
-    replay, rec = JoinReplay([HOT, HOT, HOT]), Recorder()
+    replay, rec = JoinReplay([HOT] * 4), Recorder()
     m = Manager(routing=sp.csr_matrix(np.ones((2, 1))), link_kind=np.array([DOWNLINK]),
                 policy=appaware_store, profiler=replay, linkstats=replay, enforcer=rec,
-                dt=1.0, weights=np.array([1.0, 1.0]), paced=np.array([True]))
+                dt=1.0, weights=np.array([1.0, 1.0]), paced=np.array([True]),
+                event_time=True)
     for t in range(3):
         m.step(float(t))
     assert all(np.isfinite(r).all() for r in rec.rates)
     assert all(r[0] > r[1] for r in rec.rates)
     assert all(abs(r.sum() - CAP) <= 1e-6 * CAP for r in rec.rates)
+
+    m.event_time, rec.rates = False, []
+    m.step(3.0)
+    assert np.isinf(rec.rates[-1]).all()
