@@ -285,38 +285,3 @@ def test_a_paced_link_is_never_capped(policy):
     assert [bool(a.hot[0]) for a in m.history] == [s == HOT for s in TRACE]
     assert not any(a.held.any() for a in m.history)
     assert all(np.isinf(r).all() for r in rec.rates)
-
-
-class JoinReplay(Replay):
-    """:class:`Replay` on a downlink into a join whose store reports each input's event
-    time: the first flow's 1 MB per event second 2 s behind the second's 3 MB."""
-
-    def flow_state(self) -> FlowState:
-        s = super().flow_state()
-        s.ls1 = np.array([4e6, 4e6])  # both senders hold more than a step
-        s.rho_event, s.event_s = np.array([1e6, 3e6]), np.array([100.0, 102.0])
-        return s
-
-
-def test_a_paced_link_into_a_join_reporting_event_times_is_the_policys():
-    """The same paced link as above, now a downlink into a join whose store reports
-    where each input stands in event time: appaware-store caps it at every hot step, the
-    input behind first (problem (4) in event time), and the link's capacity is used; a
-    manager whose policy does not read event times leaves it to TCP."""
-    from streamband.alloc.appfair import appaware_store
-    from streamband.alloc.base import DOWNLINK
-
-    replay, rec = JoinReplay([HOT] * 4), Recorder()
-    m = Manager(routing=sp.csr_matrix(np.ones((2, 1))), link_kind=np.array([DOWNLINK]),
-                policy=appaware_store, profiler=replay, linkstats=replay, enforcer=rec,
-                dt=1.0, weights=np.array([1.0, 1.0]), paced=np.array([True]),
-                event_time=True)
-    for t in range(3):
-        m.step(float(t))
-    assert all(np.isfinite(r).all() for r in rec.rates)
-    assert all(r[0] > r[1] for r in rec.rates)
-    assert all(abs(r.sum() - CAP) <= 1e-6 * CAP for r in rec.rates)
-
-    m.event_time, rec.rates = False, []
-    m.step(3.0)
-    assert np.isinf(rec.rates[-1]).all()

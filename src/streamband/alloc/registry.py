@@ -54,10 +54,6 @@ class PolicyEntry:
     fn: Policy | None
     summary: str
     decides: Decides = "rates"
-    #: whether it reads where a join's inputs stand in event time (``FlowState.event_s``):
-    #: the manager then leaves it the links into such a join that it would otherwise leave
-    #: to the engine's flow control (``Manager.event_time``)
-    event_time: bool = False
 
     @property
     def classes(self) -> bool:
@@ -86,8 +82,7 @@ POLICIES: dict[str, PolicyEntry] = {e.name: e for e in (
                 "internal-link scaling, backfill (§VI-C)"),
     PolicyEntry("appaware-store", "loop", appaware_store, "000 Algorithm 1 for receivers "
                 "that keep waiting tuples in their own store: problem (4) in event time "
-                "into joins, eq. (3) on other downlinks whose receivers keep up",
-                event_time=True),
+                "into joins, eq. (3) on other downlinks whose receivers keep up"),
     PolicyEntry("weighted", "loop", weighted, "001 §III-D: rates proportional to tuple sizes"),
     PolicyEntry("observe", "loop", uncapped, "the manager loop observes and logs but caps "
                 "nothing (plain TCP; a control: a bench's checks must fail for it)"),

@@ -22,7 +22,6 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from streamband.alloc.appfair import event_time_links
 from streamband.alloc.base import AllocProblem, FlowState, Policy, as_decision
 from streamband.alloc.common import bottlenecked_links, entries
 from streamband.errors import PreconditionError
@@ -168,10 +167,6 @@ class Manager:
         Links left to TCP whatever their load: their flows' engine already paces them
         together (:func:`~streamband.loop.guard.paced_links`); the policy does not see
         them as bottlenecked, and a flow on no other bottlenecked link stays uncapped.
-        With ``event_time``, not the downlinks into a join whose store reports each
-        input's pace and event time (:func:`~streamband.alloc.appfair.event_time_links`).
-    event_time : bool
-        Whether the policy reads a join's event times (``PolicyEntry.event_time``).
     full_frac : float, optional
         A link whose demands reach its capacity counts as bottlenecked only while its
         measured load is at least this share of its capacity (:data:`FULL_FRAC`), when the
@@ -202,7 +197,6 @@ class Manager:
     hold: int = HOLD_STEPS
     full_frac: float | None = FULL_FRAC
     paced: np.ndarray | None = None
-    event_time: bool = False
     history: list[Allocation] = field(default_factory=list)
     #: per link, consecutive steps whose demands stayed below capacity
     _calm: np.ndarray | None = field(default=None, repr=False)
@@ -271,12 +265,7 @@ class Manager:
             now_hot &= util >= self.full_frac
         problem.bottlenecked = self.held(now_hot)
         if self.paced is not None:
-            # a join's store that reports where each input stands in event time shows the
-            # one behind, which eq. (3) read from the last cap could not: its links are the
-            # policy's
-            joins = (event_time_links(problem.routing, problem.link_kind, state)
-                     if self.event_time else np.zeros_like(self.paced))
-            problem.bottlenecked &= ~(self.paced & ~joins)
+            problem.bottlenecked &= ~self.paced
         t0 = time.perf_counter()
         decision = as_decision(self.policy(problem))
         spent = time.perf_counter() - t0

@@ -52,7 +52,7 @@ def window_manager(client: ControllerClient, capacities: np.ndarray,
                    policy=get_policy("maxmin" if tcp else policy), profiler=profiler,
                    linkstats=linkstats, enforcer=enforcer, dt=dt, weights=weights,
                    guard=HarmGuard() if guard and not tcp and policy != "observe" else None,
-                   event_time=policy_entry(policy).event_time, **extra)
+                   **extra)
 
 
 def start_loop(manager: Manager, log: Path | None = None,

@@ -471,8 +471,7 @@ class Service:
                                  weights=weights, guard=self._guard(mt.policy),
                                  full_frac=self.cfg.manager.full_frac,
                                  paced=(None if mapping.sources is None else
-                                        paced_links(mapping.routing, mapping.sources)),
-                                 event_time=POLICIES[mt.policy].event_time)
+                                        paced_links(mapping.routing, mapping.sources)))
             mt.rates = np.full(mapping.n, np.inf)
             mt.safe = self._saved(mt.name, mapping)
             mt.mapped_at = time.time()
