@@ -34,10 +34,30 @@ pub const NAMES: [&str; N] = [
     "rate-0 groups of a full pass: the last fill's not kept",
     "rate-0 groups of a full pass: a link went to nothing left or back",
     "rate-0 groups of a full pass: no fill to resume",
+    "events: a completion next",
+    "events: a release next",
+    "events: a starvation timer next",
+    "events: a demotion crossing next",
+    "starving units (sum over events)",
+    "active coflows (sum over events)",
+    "level fills from scratch (not resumed)",
+    "groups of the fills from scratch",
+    "resumed fills: rounds of the last fill",
+    "resumed fills: rounds replayed",
+    "resumed fills: groups of the level",
+    "gap to next event < 1e-9 s",
+    "gap < 1e-6 s",
+    "gap < 1e-4 s",
+    "gap < 1e-3 s",
+    "gap < 1e-2 s",
+    "groups of the levels filled, level key 0",
+    "groups of the levels filled, level key 1",
+    "groups of the levels filled, level key 2",
+    "groups of the levels filled, level key 3+",
 ];
 
 /// How many counters there are.
-pub const N: usize = 28;
+pub const N: usize = 48;
 
 pub const EVENTS: usize = 0;
 pub const OWNER_MOVES: usize = 1;
@@ -67,6 +87,19 @@ pub const ZP_LINK: usize = 24;
 pub const ZP_NONE: usize = 25;
 pub const ZP_FLIP: usize = 26;
 pub const ZP_NEW: usize = 27;
+pub const EV_DONE: usize = 28;
+pub const EV_REL: usize = 29;
+pub const EV_STARVE: usize = 30;
+pub const EV_CROSS: usize = 31;
+pub const STARVING_SUM: usize = 32;
+pub const COFLOWS_SUM: usize = 33;
+pub const SCRATCH: usize = 34;
+pub const SCRATCH_G: usize = 35;
+pub const RES_ROUNDS: usize = 36;
+pub const RES_KEPT: usize = 37;
+pub const RES_G: usize = 38;
+pub const GAP0: usize = 39;
+pub const KEYV: usize = 44;
 
 #[cfg(feature = "counts")]
 pub static C: [std::sync::atomic::AtomicU64; N] = [const { std::sync::atomic::AtomicU64::new(0) }; N];

@@ -1835,6 +1835,27 @@ impl Sim {
                     self.act_o.len()
                 ));
             }
+            #[cfg(feature = "counts")]
+            {
+                let kind = if t_next == t_c {
+                    n::EV_DONE
+                } else if t_next == t_rel {
+                    n::EV_REL
+                } else if self.pol == Policy::Stream && t_next == self.min_starve() {
+                    n::EV_STARVE
+                } else {
+                    n::EV_CROSS
+                };
+                count!(kind, 1);
+                let gap = t_next - t;
+                for (i, th) in [1e-9, 1e-6, 1e-4, 1e-3, 1e-2].iter().enumerate() {
+                    if gap < *th {
+                        count!(n::GAP0 + i, 1);
+                    }
+                }
+                count!(n::STARVING_SUM, self.starving.len());
+                count!(n::COFLOWS_SUM, self.act_c.len());
+            }
             let t_prev = t;
             t = t_next;
             self.events += 1;

@@ -107,6 +107,12 @@ impl Sim {
         let resume = classes && self.mark_changed(l, ep);
         if classes && !resume {
             count!(n::FILL_VISITS, self.lv[l].groups.len());
+            count!(n::SCRATCH, 1);
+            count!(n::SCRATCH_G, self.lv[l].groups.len());
+        }
+        if resume {
+            count!(n::RES_ROUNDS, self.lv[l].rlog.rounds.len());
+            count!(n::RES_G, self.lv[l].groups.len());
         }
         // and, when no link went to nothing left or back, the groups at rate 0 are
         // those of the last fill (their weights followed in `zsub`) and the groups made
@@ -326,6 +332,7 @@ impl Sim {
             }
         }
         self.bott = bott;
+        count!(n::KEYV + (self.lv[l].key.min(3) as usize), self.lv[l].groups.len());
         if classes {
             log.ok = true;
             let lvl = &mut self.lv[l];
@@ -500,6 +507,7 @@ impl Sim {
             li = lend;
             r += 1;
         }
+        count!(n::RES_KEPT, r);
         log.rounds.truncate(r);
         log.links.truncate(li);
         log.groups.truncate(gi);

@@ -277,7 +277,7 @@ impl Sim {
     }
 
     #[inline(never)]
-    fn min_starve(&self) -> f64 {
+    pub(crate) fn min_starve(&self) -> f64 {
         self.starving
             .iter()
             .map(|&u| self.starve_since[u as usize] + self.par.starve_s)
