@@ -308,10 +308,8 @@ class FlinkProfiler:
             w = w / w.sum() if w.sum() > 0 else np.full(len(idx), 1.0 / len(idx))
             lr[idx] += held * w
         wm = store_event_times(self.pairs, reports)
-        pace = self._pace.update(sent, wm)
-        joins = bool(np.any(~np.isnan(pace)))
         state = FlowState(ls0=self._ls, ls1=ls, lr0=self._lr, lr1=lr, sent=sent,
-                          rho_event=pace if joins else None, event_s=wm if joins else None)
+                          **self._pace.fields(sent, wm))
         self._handed, self._acked, self._ls, self._lr = handed, acked, ls, lr
         self._conn = [s.four_tuple if s else None for s in kernel]
         self.samples += 1
@@ -325,7 +323,7 @@ class FlinkProfiler:
                      "socket": [s.four_tuple if s else None for s in kernel],
                      "report_age_s": max(ages) if ages else None,
                      "interval_s": self.interval_s, "tms": sorted(reports),
-                     "event_s": nulls(wm), "rho_event": nulls(pace),
+                     "event_s": nulls(wm), "rho_event": nulls(self._pace.rho),
                      "n": n}
         return state
 

@@ -65,6 +65,14 @@ class EventPace:
         self.rho[ok] = self._carried[ok] / advance[ok]
         return self.rho.copy()
 
+    def fields(self, carried: np.ndarray, event_s: np.ndarray) -> dict[str, np.ndarray | None]:
+        """:meth:`update`, as the flow state's ``rho_event`` and ``event_s``: both None
+        while no flow's pace is known (no join behind any flow)."""
+        pace = self.update(carried, event_s)
+        if np.isnan(pace).all():
+            return {"rho_event": None, "event_s": None}
+        return {"rho_event": pace, "event_s": np.asarray(event_s, float)}
+
 
 def nulls(a: np.ndarray) -> list[float | None]:
     """``a`` (event times, paces) as a JSON list, NaN as null."""

@@ -192,10 +192,8 @@ class StormProfiler:
         lag, lag_bytes, emitted = _source_lag(reports, self.pairs)
         ls = ls + self._source.carried_for(np.asarray(lag), np.asarray(emitted), d_msgs) * self.bpm
         ev = _store_event_times(reports, self.pairs)
-        pace = self._pace.update(d_bytes, ev)
-        joins = bool(np.any(~np.isnan(pace)))
         state = FlowState(ls0=self._ls, ls1=ls, lr0=self._lr, lr1=lr, sent=d_bytes,
-                          rho_event=pace if joins else None, event_s=ev if joins else None)
+                          **self._pace.fields(d_bytes, ev))
         self._msgs, self._acked, self._ls, self._lr = msgs, acked, ls, lr
         self._conn = [s.four_tuple if s else None for s in kernel]
         self.samples += 1
@@ -204,7 +202,7 @@ class StormProfiler:
                      "report_age_s": _age(snap, reports, self.pairs),
                      "interval_s": self.interval_s, "source_lag": lag,
                      "source_lag_bytes": lag_bytes, "event_s": nulls(ev),
-                     "rho_event": nulls(pace), **kernel_view(kernel)}
+                     "rho_event": nulls(self._pace.rho), **kernel_view(kernel)}
         return state
 
 
