@@ -117,6 +117,11 @@ DATAGRAMS = [
     (b'"flow"', "malformed"),
     (report(type={"a": 1}), "malformed"),
     (json.dumps({"type": "flow", "t": 1.0}).encode(), "malformed"),
+    # numbers all fine, shapes the profilers cannot walk (report_format): a worker's port
+    # as a string, its clients as a list, a store that is no map
+    (report(port="x"), "malformed"),
+    (report(clients=["10.0.0.3:6701"]), "malformed"),
+    (report(stores={"2": "x"}), "malformed"),
     (report(t=10**400), "absurd"),
     (report(clients={"x": {"sent": 10**400}}), "absurd"),
     (report(t=1e300), "absurd"),

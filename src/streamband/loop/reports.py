@@ -26,6 +26,7 @@ from typing import Any
 
 from streamband.alloc.base import ABSURD
 from streamband.errors import PreconditionError
+from streamband.loop.report_format import shape_error
 
 
 def report_key(rec: dict[str, Any]) -> str:
@@ -60,7 +61,8 @@ def check_report(rec: Any, now: float | None = None) -> str | None:
     """Why a report is garbage, or None when every number in it is a finite count within
     reason: ``malformed`` (not a mapping with a string ``type`` and ``topology``, a
     ``type`` named like one of the snapshot's own keys (:data:`SNAPSHOT_KEYS`), nested
-    more than :data:`MAX_DEPTH` levels, a clock ``t`` that is not a number),
+    more than :data:`MAX_DEPTH` levels, a clock ``t`` that is not a number, a shape its
+    readers cannot walk: :func:`~streamband.loop.report_format.shape_error`),
     ``not_finite``, ``negative``, ``absurd`` (a value past :data:`ABSURD`, or a clock ``t``
     more than :data:`AHEAD_S` ahead of ``now``)."""
     if not isinstance(rec, dict) or not isinstance(rec.get("type"), str) \
@@ -93,6 +95,8 @@ def check_report(rec: Any, now: float | None = None) -> str | None:
     walk(rec, "", 0)
     if not bad and now is not None and t > now + AHEAD_S:
         bad.append("absurd")
+    if not bad and shape_error(rec) is not None:
+        bad.append("malformed")
     return bad[0] if bad else None
 
 
