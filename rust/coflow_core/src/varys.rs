@@ -8,8 +8,9 @@
 //!
 //! Every flow's rate changes at every event (remaining / Gamma' moves with the bytes,
 //! and nearly every flow gets some backfill: 99 % of flow-events on FB2010), so an
-//! event costs one pass over the active flows to rate them and one to advance them;
-//! everything else is per coflow and link or per path:
+//! event costs one pass over the active flows to advance them, and a pass to find the
+//! first finish over the coflows that a bound per coflow does not rule out (the flows
+//! are kept per coflow for that); everything else is per coflow and link or per path:
 //! - a coflow's remaining bytes per link, which give Gamma and Gamma', are summed in
 //!   the advancing pass (one row of links per active coflow);
 //! - MADD's use of a link is the coflow's bytes on it / Gamma' (the sum of its flows'
@@ -23,29 +24,27 @@ use std::collections::BinaryHeap;
 use crate::fill::{next_bottleneck, take};
 use crate::model::*;
 
-/// The active flows, one column per field, read in order by the two passes of an
-/// event; the advancing pass computes each rate again from the same inputs (the same
-/// value) instead of keeping it between the passes.
+/// The active flows of one coflow slot, one column per field, read in order by the
+/// two passes of an event; the advancing pass computes each rate again from the same
+/// inputs (the same value) instead of keeping it between the passes.
 #[derive(Default)]
-struct Active {
+struct Flows {
     f: Vec<u32>,
     rem: Vec<f64>,
-    slot: Vec<u32>,
     path: Vec<u32>,
     /// per flow, `w` places in `Coflows::load` (its slot's row at each of its links;
     /// NONE for padding)
     at: Vec<u32>,
-    w: usize,
+    /// the least remaining bytes of these flows, for the rating pass's bound
+    xmin: f64,
 }
 
-impl Active {
-    fn swap_remove(&mut self, i: usize) {
+impl Flows {
+    fn swap_remove(&mut self, i: usize, w: usize) {
         self.f.swap_remove(i);
         self.rem.swap_remove(i);
-        self.slot.swap_remove(i);
         self.path.swap_remove(i);
         let n = self.f.len();
-        let w = self.w;
         if i < n {
             self.at.copy_within(n * w..n * w + w, i * w);
         }
@@ -66,6 +65,8 @@ struct Coflows {
     links: Vec<Vec<u32>>,
     /// 1 / MADD's Gamma' of the slot at this event (0: the coflow gets no MADD share)
     inv_g: Vec<f64>,
+    /// the slot's active flows
+    fl: Vec<Flows>,
     free: Vec<u32>,
     live: Vec<u32>,
 }
@@ -83,6 +84,7 @@ impl Coflows {
                 self.cof.push(0);
                 self.n.push(0);
                 self.inv_g.push(0.0);
+                self.fl.push(Flows { xmin: f64::INFINITY, ..Flows::default() });
                 self.links.push(Vec::new());
                 self.load.resize(self.load.len() + self.nl, 0.0);
                 self.mark.resize(self.mark.len() + self.nl, false);
@@ -121,6 +123,7 @@ impl Coflows {
                 self.mark[row + l as usize] = false;
             }
             self.links[su].clear();
+            self.fl[su].xmin = f64::INFINITY;
             self.free.push(s);
             let i = self.live.iter().position(|&x| x == s).unwrap();
             self.live.swap_remove(i);
@@ -150,6 +153,9 @@ struct Paths {
     wsum: Vec<f64>,
     heap: BinaryHeap<Reverse<Key>>,
     bott: Vec<u32>,
+    /// the largest backfill rate per flow of this event (progressive filling fixes the
+    /// paths at rising levels, so the last level)
+    top: f64,
 }
 
 impl Paths {
@@ -157,7 +163,7 @@ impl Paths {
         Paths { w, cnt: vec![0; np], on: vec![Vec::new(); nl], at: vec![NONE; np * w],
                 nflows: vec![0.0; nl], used: Vec::new(), used_at: vec![NONE; nl],
                 rate: vec![0.0; np], stamp: vec![0; np], epoch: 0, wsum: vec![0.0; nl],
-                heap: BinaryHeap::new(), bott: Vec::new() }
+                heap: BinaryHeap::new(), bott: Vec::new(), top: 0.0 }
     }
 
     fn add(&mut self, p: u32, links: &[u32]) {
@@ -214,6 +220,7 @@ impl Paths {
     fn fill(&mut self, plinks: &[u32], cap: &mut [f64]) {
         let w = self.w;
         self.epoch += 1;
+        self.top = 0.0;
         for &l in &self.used {
             self.wsum[l as usize] = self.nflows[l as usize];
         }
@@ -245,6 +252,7 @@ impl Paths {
             }
         }
         while let Some(m) = next_bottleneck(&mut self.heap, cap, &self.wsum, &mut self.bott) {
+            self.top = self.top.max(m);
             for bi in 0..self.bott.len() {
                 let lb = self.bott[bi] as usize;
                 let mut b = (cap[lb], self.wsum[lb]);
@@ -281,10 +289,10 @@ pub fn run(inp: &Input) -> Result<(Vec<f64>, u64), String> {
     let tol = |f: usize| TOL_REL * inp.f_size[f] + TOL_BYTES;
     let max_tol = inp.f_size.iter().fold(0.0f64, |m, &x| m.max(x)) * TOL_REL + TOL_BYTES;
     let mut finish = vec![f64::NAN; nf];
-    let mut act = Active { w, ..Active::default() };
+    let mut n_act = 0usize;
     let mut cf = Coflows { nl, slot_of: vec![NONE; nc], cof: Vec::new(), n: Vec::new(),
                            load: Vec::new(), mark: Vec::new(), links: Vec::new(),
-                           inv_g: Vec::new(),
+                           inv_g: Vec::new(), fl: Vec::new(),
                            free: Vec::new(), live: Vec::new() };
     // active paths, each with its number of active flows and its backfill rate
     let mut paths = Paths::new(np, nl, w);
@@ -297,7 +305,8 @@ pub fn run(inp: &Input) -> Result<(Vec<f64>, u64), String> {
     let mut resid = vec![0.0; nl];
     let mut order: Vec<(f64, u32)> = Vec::new();
     let mut done: Vec<u32> = Vec::new();
-    let mut gone: Vec<u32> = Vec::new();
+    let mut gone: Vec<(u32, u32)> = Vec::new();
+    let mut bound: Vec<(f64, u32)> = Vec::new();
     let mut t = 0.0f64;
     let mut events = 0u64;
     let complete = |fl: &[u32],
@@ -343,19 +352,21 @@ pub fn run(inp: &Input) -> Result<(Vec<f64>, u64), String> {
                 let p = inp.f_path[fu];
                 paths.add(p, links(p));
                 cf.add_flow(s, links(p), inp.f_size[fu]);
-                act.f.push(f);
-                act.rem.push(inp.f_size[fu]);
-                act.slot.push(s);
-                act.path.push(p);
                 let row = s as usize * nl;
-                act.at.extend(links(p).iter().map(|&l| if l == NONE { NONE } else {
+                let fs = &mut cf.fl[s as usize];
+                fs.f.push(f);
+                fs.rem.push(inp.f_size[fu]);
+                fs.path.push(p);
+                fs.xmin = fs.xmin.min(inp.f_size[fu]);
+                n_act += 1;
+                fs.at.extend(links(p).iter().map(|&l| if l == NONE { NONE } else {
                     (row + l as usize) as u32 }));
             }
             if !zero.is_empty() {
                 complete(&zero, t, &mut finish, &mut g_left, &mut deps_left, &mut rel);
             }
         }
-        if act.f.is_empty() {
+        if n_act == 0 {
             if let Some(&Reverse(Key(ta, _))) = rel.peek() {
                 t = ta;
                 continue;
@@ -405,20 +416,37 @@ pub fn run(inp: &Input) -> Result<(Vec<f64>, u64), String> {
         }
         // backfill: max-min per flow over the leftover, path by path
         paths.fill(&inp.plinks, &mut resid);
+        // a flow's finish x / (b + x / Gamma') is at least xmin / (top + xmin / Gamma')
+        // for its slot's least bytes xmin and the largest backfill top, so the slots are
+        // scanned by that bound, and the scan stops at the first above the least finish
+        // found (the same least finish as a scan of every flow)
+        bound.clear();
+        for &s in &cf.live {
+            let su = s as usize;
+            let x = cf.fl[su].xmin;
+            bound.push((x / (paths.top + x * cf.inv_g[su]), s));
+        }
+        bound.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
         let mut dt_f = f64::INFINITY;
-        // zipped columns, so that the flow columns are read without bounds checks
-        for ((&x, &p), &s) in act.rem.iter().zip(&act.path).zip(&act.slot) {
-            let r = paths.rate[p as usize] + x * cf.inv_g[s as usize];
-            // the division only for a flow that may finish first
-            if r > 0.0 && x <= dt_f * r * (1.0 + 1e-9) {
-                dt_f = dt_f.min(x / r);
+        for &(lb, s) in &bound {
+            if lb > dt_f * (1.0 + 1e-9) {
+                break;
+            }
+            let fs = &cf.fl[s as usize];
+            let a = cf.inv_g[s as usize];
+            for (&x, &p) in fs.rem.iter().zip(&fs.path) {
+                let r = paths.rate[p as usize] + x * a;
+                // the division only for a flow that may finish first
+                if r > 0.0 && x <= dt_f * r * (1.0 + 1e-9) {
+                    dt_f = dt_f.min(x / r);
+                }
             }
         }
         let t_rel = rel.peek().map_or(f64::INFINITY, |r| r.0 .0);
         let t_next = (t + dt_f).min(t_rel);
         if !t_next.is_finite() {
             return Err(format!("t={t:.6}s: {} active flows get no bandwidth and no event is due",
-                               act.f.len()));
+                               n_act));
         }
         let dt = t_next - t;
         let t_prev = t;
@@ -434,33 +462,43 @@ pub fn run(inp: &Input) -> Result<(Vec<f64>, u64), String> {
         gone.clear();
         // zipped columns, so that the flow columns are read without bounds checks
         // (`width` is at least 1: `Workload::input` refuses 0)
-        let cols = act.rem.iter_mut().zip(&act.path).zip(&act.slot).zip(act.at.chunks_exact(w))
-            .zip(&act.f);
-        for (i, ((((x, &p), &s), at), &f)) in cols.enumerate() {
-            let old = *x;
-            let r = paths.rate[p as usize] + old * cf.inv_g[s as usize];
-            let rem = old - r * dt;
-            *x = rem;
-            let is_due = (rem <= max_tol || old <= r * wide) && {
-                let tf = if r > 0.0 { old / r } else { f64::INFINITY };
-                due(rem, tol(f as usize), tf, t_prev + tf, t_prev, t)
-            };
-            if is_due {
-                gone.push(i as u32);
-            } else {
-                for &k in at {
-                    if k != NONE {
-                        cf.load[k as usize] += rem;
+        for &s in &cf.live {
+            let su = s as usize;
+            let a = cf.inv_g[su];
+            let fs = &mut cf.fl[su];
+            let mut xmin = f64::INFINITY;
+            let cols = fs.rem.iter_mut().zip(&fs.path).zip(fs.at.chunks_exact(w)).zip(&fs.f);
+            for (i, (((x, &p), at), &f)) in cols.enumerate() {
+                let old = *x;
+                let r = paths.rate[p as usize] + old * a;
+                let rem = old - r * dt;
+                *x = rem;
+                let is_due = (rem <= max_tol || old <= r * wide) && {
+                    let tf = if r > 0.0 { old / r } else { f64::INFINITY };
+                    due(rem, tol(f as usize), tf, t_prev + tf, t_prev, t)
+                };
+                if is_due {
+                    gone.push((s, i as u32));
+                } else {
+                    xmin = xmin.min(rem);
+                    for &k in at {
+                        if k != NONE {
+                            cf.load[k as usize] += rem;
+                        }
                     }
                 }
             }
+            fs.xmin = xmin;
         }
-        for &i in gone.iter().rev() {
+        for &(s, i) in gone.iter().rev() {
+            let fs = &mut cf.fl[s as usize];
             let i = i as usize;
-            done.push(act.f[i]);
-            cf.drop_flow(act.slot[i]);
-            paths.remove(act.path[i], links(act.path[i]), &inp.plinks);
-            act.swap_remove(i);
+            let p = fs.path[i];
+            done.push(fs.f[i]);
+            fs.swap_remove(i, w);
+            n_act -= 1;
+            cf.drop_flow(s);
+            paths.remove(p, links(p), &inp.plinks);
         }
         if !done.is_empty() {
             done.sort_unstable();
