@@ -17,7 +17,13 @@ from hypothesis import strategies as st
 
 from streamband.flink.flows import Channel, TaskManagerRef, TmPair
 from streamband.flink.profiler import FlinkProfiler, observed_pairs, source_pending, tm_reports
-from streamband.loop.reports import app_totals, check_report, store_totals, worker_reports
+from streamband.loop.reports import (
+    ProfileReceiver,
+    app_totals,
+    check_report,
+    store_totals,
+    worker_reports,
+)
 from streamband.storm.flows import Worker, WorkerPair
 from streamband.storm.profiler import StormProfiler
 
@@ -81,12 +87,15 @@ def mutated(draw: st.DrawFn, report: dict[str, Any]) -> dict[str, Any]:
 
 
 def _snapshot(directory: str, *reports: dict[str, Any]) -> Path:
-    """The snapshot as the receiver writes it, of the reports it kept."""
-    path = Path(directory) / "profile.json"
-    flow = {f"{r.get('topology')}|{i}": {**r, "recv": 1.0} for i, r in enumerate(reports)
-            if check_report(r) is None}
-    path.write_text(json.dumps({"time": 2.0, "received": len(flow), "flow": flow}))
-    return path
+    """The snapshot the receiver writes of the reports it kept."""
+    rx = ProfileReceiver("127.0.0.1:0", Path(directory) / "profile.json")
+    try:
+        for r in reports:
+            rx.take(json.dumps(r).encode())
+        rx.write()
+    finally:
+        rx.stop()
+    return rx.snapshot
 
 
 def _read_storm(path: Path) -> None:
