@@ -55,6 +55,9 @@ function draw(id, target, labels, xs, ys, opts = {}) {
     c.plot.setData(data);
   }
   target.dataset.points = String(xs.length);
+  // the newest point's time: it moves on with every allocation, also once the chart holds
+  // all the points the service keeps (SERIES)
+  target.dataset.last = xs.length ? String(xs[xs.length - 1]) : "";
   target.dataset.updated = String(Date.now());
 }
 
