@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
+from streamband.errors import InputError
+
 
 class Kind(StrEnum):
     DATA = "DATA"
@@ -31,6 +33,10 @@ class Kind(StrEnum):
     MIGRATE = "MIGRATE"  # ⑥ instance -> instance of the same operator
     DONE = "DONE"  # instance -> manager: reconfiguration applied (completion, not in Alg. 1)
     ABORT = "ABORT"  # manager -> instance: roll back a configuration not yet propagated
+
+
+class BadMessage(InputError):
+    """An inbox entry that is not a protocol message (what is wrong, what was expected)."""
 
 
 @dataclass(frozen=True)
