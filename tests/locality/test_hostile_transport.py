@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from streamband.locality import wire
-from streamband.locality.tcp import LogServer
-from streamband.locality.transport import BadMessage
+from streamband.locality.routing_table import RoutingTable
+from streamband.locality.tcp import LogServer, LogStore
+from streamband.locality.transport import BadMessage, Kind, Message
 
 
 class Client:
@@ -105,3 +106,104 @@ def test_wire_refuses_what_is_not_a_message(bad: dict[str, Any]) -> None:
     with pytest.raises(BadMessage) as e:
         wire.from_json(bad_message(bad))
     assert "expected" in str(e.value) and "\n" not in str(e.value)
+
+
+# -- the log server -----------------------------------------------------------------
+@pytest.mark.parametrize("dst", ["../x", "../../etc/x", "a/b", "/abs", "", ".", "..", "x\0y"])
+def test_node_name_that_is_no_file_name_is_refused(dst: str, client: Client,
+                                                   server: LogServer, tmp_path: Path) -> None:
+    refused(client.ask({"op": "append", "msgs": [msg(dst)]}), "msgs[0]", "dst")
+    still_serving(client, server)
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["hub"]
+
+
+@pytest.mark.parametrize("line", ["[1]", '"x"', "5", "null", "true"])
+def test_request_that_is_not_an_object_is_refused(line: str, client: Client,
+                                                  server: LogServer) -> None:
+    refused(client.ask(line), "JSON object")
+    still_serving(client, server)
+
+
+@pytest.mark.parametrize("msgs", ["abc", 5, {"a": 1}, None])
+def test_msgs_that_is_not_a_list_is_refused(msgs: Any, client: Client,
+                                            server: LogServer) -> None:
+    refused(client.ask({"op": "append", "msgs": msgs}), "msgs", "array")
+    still_serving(client, server)
+
+
+def test_a_batch_is_all_or_nothing(client: Client, server: LogServer, tmp_path: Path) -> None:
+    out = client.ask({"op": "append", "msgs": [msg("A[1]"), msg("A[2]"), {"dst": "A[1]"}]})
+    refused(out, "msgs[2]")
+    still_serving(client, server)
+    assert list((tmp_path / "hub").iterdir()) == []
+    assert LogStore(tmp_path / "hub").logs == {}  # a restarted server agrees
+
+
+@pytest.mark.parametrize("bad", BAD)
+def test_what_wire_cannot_decode_is_refused(bad: dict[str, Any], client: Client,
+                                            server: LogServer) -> None:
+    refused(client.ask({"op": "append", "msgs": [bad_message(bad)]}), "msgs[0]")
+    still_serving(client, server)
+
+
+@pytest.mark.parametrize("line", [
+    '{"op":"append","msgs":[{"kind":"DATA","src":"S[0]","dst":"A[0]","payload":[1,[NaN]]}]}',
+    '{"op":"append","msgs":[{"kind":"DATA","src":"S[0]","dst":"A[0]","payload":[1,[1e400]]}]}',
+    '{"op":"read","node":"manager","wait":Infinity}',
+])
+def test_non_finite_numbers_are_refused(line: str, client: Client, server: LogServer) -> None:
+    # A Java reader (Jackson) cannot parse NaN or Infinity: it would retry that line forever.
+    refused(client.ask(line), "finite")
+    still_serving(client, server)
+
+
+def test_valid_messages_are_still_appended_and_read(client: Client) -> None:
+    from streamband.locality.reconfig import Reconf
+
+    r = Reconf(4, {"B": RoutingTable("B", 3, {"x": 2, 7: 0})}, {"A[1]": ["k", 3]},
+               {"A[2]": [(1, "t")]})
+    ms = [Message(Kind.DATA, "S[0]", "A[1]", 0, 9, (12, ("k", 3.5, None, True))),
+          Message(Kind.SEND_RECONF, "manager", "A[1]", 4, 2, r),
+          Message(Kind.MIGRATE, "A[0]", "A[1]", 4, 5, {"k": 7, 3: None, (1, "t"): 2}),
+          Message(Kind.SEND_METRICS, "A[0]", "A[1]", 4, 3,
+                  {"keys": [("k", 5)], "pairs": {"B": [("k", 3, 2)]}}),
+          Message(Kind.PROPAGATE, "A[0]", "A[1]", 4, 11)]
+    assert client.ask({"op": "append", "msgs": [wire.to_json(m) for m in ms]}) == {"ok": 5}
+    out = client.ask({"op": "read", "node": "A[1]", "offset": 0})
+    assert [wire.from_json(m) for m in out["msgs"]] == ms
+
+
+@pytest.mark.parametrize("args", [
+    {"offset": -1}, {"offset": 1.5}, {"offset": "0"}, {"offset": True}, {"max": -1},
+    {"max": 0}, {"wait": -1}, {"wait": "nan"}, {"wait": "1"}, {"node": 5}, {"node": None},
+])
+def test_read_arguments_out_of_range_are_refused(args: dict[str, Any], client: Client,
+                                                 server: LogServer) -> None:
+    assert client.ask({"op": "append", "msgs": [msg(), msg(seq=2)]}) == {"ok": 2}
+    req = {"op": "read", "node": "manager", **args}
+    refused(client.ask({k: v for k, v in req.items() if v is not None}))
+    assert client.ask({"op": "read", "node": "manager", "offset": 1})["end"] == 2
+
+
+def test_a_huge_line_is_refused_and_the_connection_kept(tmp_path: Path) -> None:
+    srv = LogServer("127.0.0.1", 0, tmp_path / "hub", max_line=1000).start()
+    try:
+        c = Client(srv.server_address[:2])
+        big = {"op": "append", "msgs": [msg(payload=None, pad="x" * 5000)]}
+        refused(c.ask(big), "1000 bytes")
+        still_serving(c, srv)
+        c.close()
+    finally:
+        srv.stop()
+
+
+def test_deep_nesting_is_refused(client: Client, server: LogServer) -> None:
+    refused(client.ask("[" * 100_000 + "]" * 100_000))
+    refused(client.ask({"op": "append", "msgs": [msg(kind="DATA", payload=[
+        1, json.loads("[" * 900 + "]" * 900)])]}))
+    still_serving(client, server)
+
+
+def test_invalid_utf8_is_refused(client: Client, server: LogServer) -> None:
+    refused(client.raw(b'{"op": "\xff"}\n'))
+    still_serving(client, server)

@@ -19,6 +19,12 @@ Wire format: one JSON object per line each way (messages as in
   seconds for the first one;
 - ``{"op": "stats"}`` -> messages and bytes per kind so far.
 
+Any host of the testbed can connect, so every request is checked before anything of
+it is applied: a bad one gets ``{"error": "..."}`` (what was wrong, what was expected)
+and the connection goes on. An append stores all its messages or none; a message is
+stored only if :func:`streamband.locality.wire.from_json` decodes it and its ``dst``
+can name a file in the directory.
+
 ``python -m streamband.locality.tcp --listen HOST:PORT --dir DIR``
 """
 
@@ -34,7 +40,24 @@ from pathlib import Path
 from typing import Any
 
 from streamband.locality import wire
-from streamband.locality.transport import Kind, Message
+from streamband.locality.transport import BadMessage, Kind, Message
+
+MAX_LINE = 64 << 20  # bytes of a request; a SEND_RECONF of a large table is a few MiB
+MAX_WAIT_S = 30.0
+NODE_BYTES = 200  # a node's file name, with ".jsonl", must fit NAME_MAX (255)
+
+
+class BadRequest(ValueError):
+    """A request the log server refuses (what is wrong, what was expected)."""
+
+
+def check_node(node: object, where: str) -> str:
+    """``node`` if it can name the file ``<dir>/<node>.jsonl`` inside the directory."""
+    if (not isinstance(node, str) or node in ("", ".", "..") or "/" in node
+            or "\\" in node or not node.isprintable() or len(node.encode()) > NODE_BYTES):
+        raise BadMessage(f"{where}: expected a node name (printable, 1 to {NODE_BYTES} bytes, "
+                         f"no '/' or '\\', not '.' or '..'), got {wire.describe(node)}")
+    return node
 
 
 class LogStore:
@@ -52,23 +75,34 @@ class LogStore:
                 lines = [ln for ln in f.read_text().splitlines() if ln]
                 self.logs[f.stem] = lines
 
-    def append(self, msgs: list[dict[str, Any]]) -> int:
+    def append(self, msgs: object) -> int:
+        """Appends every message of ``msgs`` (a JSON array) or, if one is not a message
+        (:class:`BadMessage`, naming it), none."""
+        if not isinstance(msgs, list):
+            raise BadMessage(f"msgs: expected an array of messages, got {wire.describe(msgs)}")
+        batch = []
+        for i, m in enumerate(msgs):
+            try:
+                msg = wire.from_json(m)
+                check_node(msg.dst, "dst")
+            except BadMessage as e:
+                raise BadMessage(f"msgs[{i}]: {e}") from None
+            # Stored as wire encodes what it decoded: no field a reader would not read.
+            batch.append((msg, json.dumps(wire.to_json(msg), separators=(",", ":"))))
         with self.cond:
-            for m in msgs:
-                line = json.dumps(m, separators=(",", ":"))
-                node = str(m["dst"])
-                self.logs.setdefault(node, []).append(line)
-                s = self.stats.setdefault(str(m.get("kind")), [0, 0])
-                s[0] += 1
-                s[1] += len(line)
-                if self.dir:
-                    f = self.files.get(node)
+            for msg, line in batch:
+                if self.dir:  # on disk before in memory, so a failed write leaves them equal
+                    f = self.files.get(msg.dst)
                     if f is None:
-                        f = self.files[node] = open(self.dir / f"{node}.jsonl", "a")  # noqa: SIM115
+                        f = self.files[msg.dst] = open(self.dir / f"{msg.dst}.jsonl", "a")  # noqa: SIM115
                     f.write(line + "\n")
                     f.flush()  # survives the death of any process; not fsynced per message
+                self.logs.setdefault(msg.dst, []).append(line)
+                s = self.stats.setdefault(msg.kind.value, [0, 0])
+                s[0] += 1
+                s[1] += len(line)
             self.cond.notify_all()
-        return len(msgs)
+        return len(batch)
 
     def read(self, node: str, offset: int, limit: int, wait: float) -> tuple[int, list[str]]:
         deadline = time.monotonic() + wait
@@ -89,28 +123,59 @@ class LogStore:
             self.files.clear()
 
 
+def _arg(req: dict[str, Any], name: str, default: Any, low: float, cap: float | None = None,
+         integer: bool = True) -> Any:
+    """``read``'s argument ``name``: a number >= ``low`` (an integer unless not
+    ``integer``), cut to ``cap``; BadRequest otherwise."""
+    v = req.get(name, default)
+    ok = (type(v) is int or (not integer and type(v) is float)) and low <= v < float("inf")
+    if not ok:
+        kind = "an integer" if integer else "a finite number"
+        raise BadRequest(f"read: {name}: expected {kind} >= {low:g}, got {wire.describe(v)}")
+    return v if cap is None else min(v, cap)
+
+
+def answer(store: LogStore, raw: bytes) -> str:
+    """The response line to one request line (``{"error": ...}`` if it is refused)."""
+    try:
+        req = wire.parse(raw)
+        if not isinstance(req, dict):
+            raise BadRequest(f"expected a JSON object with an op, got {wire.describe(req)}")
+        op = req.get("op")
+        if op == "append":
+            return json.dumps({"ok": store.append(req.get("msgs"))})
+        if op == "read":
+            node = check_node(req.get("node"), "read: node")
+            end, lines = store.read(node, _arg(req, "offset", 0, 0), _arg(req, "max", 1000, 1),
+                                    _arg(req, "wait", 0.0, 0, MAX_WAIT_S, integer=False))
+            return f'{{"end":{end},"msgs":[{",".join(lines)}]}}'
+        if op == "stats":
+            with store.cond:
+                return json.dumps({"kinds": store.stats,
+                                   "nodes": {n: len(v) for n, v in store.logs.items()}})
+        raise BadRequest(f"op: expected append, read or stats, got {wire.describe(op)}")
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        return json.dumps({"error": f"bad request: not JSON ({e}); expected a JSON object"})
+    except RecursionError:
+        return json.dumps({"error": "bad request: nested too deeply; expected a JSON object"})
+    except ValueError as e:  # BadRequest, BadMessage, a non-finite number
+        return json.dumps({"error": f"bad request: {e}"})
+    except OSError as e:
+        return json.dumps({"error": f"log server: cannot store the messages: {e}"})
+
+
 class _Handler(socketserver.StreamRequestHandler):
     def handle(self) -> None:
         store: LogStore = self.server.store  # type: ignore[attr-defined]
-        for raw in self.rfile:
-            try:
-                req = json.loads(raw)
-                op = req.get("op")
-                if op == "append":
-                    out = json.dumps({"ok": store.append(req["msgs"])})
-                elif op == "read":
-                    end, lines = store.read(str(req["node"]), int(req.get("offset", 0)),
-                                            int(req.get("max", 1000)),
-                                            min(float(req.get("wait", 0.0)), 30.0))
-                    out = f'{{"end":{end},"msgs":[{",".join(lines)}]}}'
-                elif op == "stats":
-                    with store.cond:
-                        out = json.dumps({"kinds": store.stats,
-                                          "nodes": {n: len(v) for n, v in store.logs.items()}})
-                else:
-                    out = json.dumps({"error": f"unknown op {op!r}"})
-            except (ValueError, KeyError, TypeError) as e:
-                out = json.dumps({"error": f"bad request: {e}"})
+        limit: int = self.server.max_line  # type: ignore[attr-defined]
+        while raw := self.rfile.readline(limit + 1):
+            if len(raw) > limit and not raw.endswith(b"\n"):
+                while (rest := self.rfile.readline(1 << 16)) and not rest.endswith(b"\n"):
+                    pass  # skip to the next line, so the connection stays in step
+                out = json.dumps({"error": f"bad request: longer than {limit} bytes; "
+                                           "expected one JSON line of at most that"})
+            else:
+                out = answer(store, raw)
             self.wfile.write(out.encode() + b"\n")
             self.wfile.flush()
 
@@ -121,8 +186,10 @@ class LogServer(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, host: str, port: int, directory: Path | None = None) -> None:
+    def __init__(self, host: str, port: int, directory: Path | None = None,
+                 max_line: int = MAX_LINE) -> None:
         self.store = LogStore(directory)
+        self.max_line = max_line
         super().__init__((host, port), _Handler)
 
     @property
