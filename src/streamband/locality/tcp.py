@@ -226,7 +226,7 @@ class TcpTransport:
         self.wait_s = wait_s
         self.batch = batch
         self.sent: dict[Kind, int] = {k: 0 for k in Kind}
-        self._cache: dict[str, tuple[int, list[Message]]] = {}
+        self._cache: dict[str, tuple[int, list[Message | BadMessage]]] = {}
         self._sock = self._connect(connect_timeout_s)
         self._rfile = self._sock.makefile("rb")
 
@@ -260,11 +260,21 @@ class TcpTransport:
         if not base <= offset < base + len(msgs):
             out = self._call({"op": "read", "node": node, "offset": offset, "max": self.batch,
                               "wait": self.wait_s})
-            base, msgs = offset, [wire.from_json(m) for m in out["msgs"]]
+            base, msgs = offset, [self._decode(m) for m in out["msgs"]]
             self._cache[node] = (base, msgs)
             if not msgs:
                 return None
-        return msgs[offset - base]
+        got = msgs[offset - base]
+        if isinstance(got, BadMessage):
+            raise got
+        return got
+
+    @staticmethod
+    def _decode(m: Any) -> Message | BadMessage:
+        try:
+            return wire.from_json(m)
+        except BadMessage as e:
+            return e
 
     def stats(self) -> dict[str, Any]:
         return self._call({"op": "stats"})
