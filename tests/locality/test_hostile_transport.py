@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from streamband.errors import TraceError
 from streamband.locality import wire
 from streamband.locality.dataflow import Dataflow, OpSpec
 from streamband.locality.reconfig import Manager
@@ -231,3 +234,69 @@ def test_manager_survives_an_undecodable_answer(server: LogServer, tmp_path: Pat
     server.store.logs["manager"] = [json.dumps(msg(kind="SEND_METRICS", payload=[1]))]
     assert m.step() is False
     assert (m.end.offset, m.end.skipped) == (1, 1)
+
+
+# -- the inbox files ----------------------------------------------------------------
+def test_an_unfinished_last_line_is_cut_not_glued_to_the_next(tmp_path: Path) -> None:
+    hub = tmp_path / "hub"
+    hub.mkdir()
+    first = Message(Kind.PROPAGATE, "A[0]", "manager", 1, 1)
+    # A server killed while writing the second message: never acknowledged.
+    (hub / "manager.jsonl").write_text(wire.dumps(first) + "\n" + wire.dumps(first)[:20])
+    srv = LogServer("127.0.0.1", 0, hub).start()
+    third = Message(Kind.DONE, "A[0]", "manager", 1, 3)
+    try:
+        TcpTransport(srv.address).send(third)
+    finally:
+        srv.stop()
+    srv = LogServer("127.0.0.1", 0, hub).start()  # restarted: both messages, intact
+    try:
+        end = Endpoint("manager", TcpTransport(srv.address))
+        assert [end.poll(), end.poll(), end.poll()] == [first, third, None]
+        assert end.skipped == 0
+    finally:
+        srv.stop()
+
+
+def test_a_whole_last_line_without_its_newline_is_kept(tmp_path: Path) -> None:
+    hub = tmp_path / "hub"
+    hub.mkdir()
+    ms = [Message(Kind.DONE, "A[0]", "manager", 1, s) for s in (1, 2, 3)]
+    (hub / "manager.jsonl").write_text(wire.dumps(ms[0]) + "\n" + wire.dumps(ms[1]))
+    LogStore(hub).append([wire.to_json(ms[2])])
+    assert [wire.loads(ln) for ln in LogStore(hub).logs["manager"]] == ms
+
+
+def test_bad_files_leave_every_file_untouched(tmp_path: Path) -> None:
+    hub = tmp_path / "hub"
+    hub.mkdir()
+    torn = wire.dumps(Message(Kind.DONE, "A[0]", "A", 1, 1)) + "\n{\"kind\": \"DO"
+    (hub / "A.jsonl").write_text(torn)
+    (hub / "B.jsonl").write_text("[1]\n")
+    with pytest.raises(TraceError, match=r"B\.jsonl:1: not a protocol message"):
+        LogStore(hub)
+    assert (hub / "A.jsonl").read_text() == torn
+
+
+@pytest.mark.parametrize("line", ['{"kind": "NOPE", "src": "A[0]", "dst": "manager"}',
+                                  "not json", '{"kind": "DONE", "src": "A[0]", "dst": NaN}'])
+def test_a_bad_inbox_file_stops_the_server_with_one_line(line: str, tmp_path: Path) -> None:
+    hub = tmp_path / "hub"
+    hub.mkdir()
+    good = wire.dumps(Message(Kind.DONE, "A[0]", "manager", 1, 1))
+    (hub / "manager.jsonl").write_text(f"{good}\n{line}\n{good}\n")
+    p = subprocess.run([sys.executable, "-m", "streamband.locality.tcp", "--listen",
+                        "127.0.0.1:0", "--dir", str(hub)], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 2
+    assert p.stdout == ""
+    assert p.stderr.startswith(f"log server: {hub / 'manager.jsonl'}:2: not a protocol message")
+    assert p.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("listen", ["127.0.0.1:x", "nohost", "127.0.0.1:99999"])
+def test_a_bad_listen_address_is_one_line(listen: str, tmp_path: Path) -> None:
+    p = subprocess.run([sys.executable, "-m", "streamband.locality.tcp", "--listen", listen],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2
+    assert p.stderr.startswith("log server: --listen") and p.stderr.count("\n") == 1

@@ -34,11 +34,13 @@ import argparse
 import json
 import socket
 import socketserver
+import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
+from streamband.errors import StreambandError, TraceError
 from streamband.locality import wire
 from streamband.locality.transport import BadMessage, Kind, Message
 
@@ -60,6 +62,15 @@ def check_node(node: object, where: str) -> str:
     return node
 
 
+def _message(line: bytes) -> str | None:
+    """Why ``line`` is not a protocol message, or None if it is one."""
+    try:
+        wire.from_json(wire.parse(line))
+    except (ValueError, RecursionError) as e:
+        return str(e) or type(e).__name__
+    return None
+
+
 class LogStore:
     """Per-node append-only logs of raw JSON lines, mirrored to files when ``directory``."""
 
@@ -71,9 +82,39 @@ class LogStore:
         self.cond = threading.Condition()
         if self.dir:
             self.dir.mkdir(parents=True, exist_ok=True)
-            for f in sorted(self.dir.glob("*.jsonl")):
-                lines = [ln for ln in f.read_text().splitlines() if ln]
+            loaded = {f: self._load(f) for f in sorted(self.dir.glob("*.jsonl"))}
+            for f, (lines, tail) in loaded.items():  # every file read: now repair the tails
                 self.logs[f.stem] = lines
+                if tail is None:
+                    continue
+                if _message(tail) is None:  # written whole but for its newline
+                    with open(f, "ab") as fh:
+                        fh.write(b"\n")
+                    lines.append(tail.decode())
+                else:
+                    with open(f, "r+b") as fh:
+                        fh.truncate(f.stat().st_size - len(tail))
+                    print(f"log server: {f}: cut an unfinished last line of {len(tail)} bytes",
+                          file=sys.stderr, flush=True)
+
+    @staticmethod
+    def _load(f: Path) -> tuple[list[str], bytes | None]:
+        """The messages of one inbox file and what follows its last newline (None if
+        nothing), or :class:`TraceError` at the first line that is not a message. A last
+        line without its newline was being written when a server died; the caller cuts it
+        off the file if unfinished, else gives it its newline, so that the next append
+        starts a line of its own."""
+        data = f.read_bytes()
+        lines = data.split(b"\n")
+        tail = lines.pop()
+        out = []
+        for n, ln in enumerate(lines, 1):
+            if ln.strip():
+                if (e := _message(ln)) is not None:
+                    raise TraceError(f"{f}:{n}: not a protocol message ({e}); expected one "
+                                     "JSON message per line")
+                out.append(ln.decode())
+        return out, tail or None
 
     def append(self, msgs: object) -> int:
         """Appends every message of ``msgs`` (a JSON array) or, if one is not a message
@@ -209,7 +250,10 @@ class LogServer(socketserver.ThreadingTCPServer):
 
 
 def split_address(address: str) -> tuple[str, int]:
+    """``HOST:PORT`` as (host, port); ValueError if it is not one."""
     host, _, port = address.rpartition(":")
+    if not host or not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"expected HOST:PORT with a port up to 65535, got {address!r}")
     return host, int(port)
 
 
@@ -284,13 +328,25 @@ class TcpTransport:
         self._sock.close()
 
 
+def _refuse(line: str) -> NoReturn:
+    print(f"log server: {line}", file=sys.stderr)
+    sys.exit(2)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="the reconfiguration protocol's log server")
     ap.add_argument("--listen", required=True, help="HOST:PORT")
     ap.add_argument("--dir", type=Path, default=None, help="where the inboxes are kept")
     a = ap.parse_args(argv)
-    host, port = split_address(a.listen)
-    srv = LogServer(host, port, a.dir)
+    try:
+        host, port = split_address(a.listen)
+        srv = LogServer(host, port, a.dir)
+    except StreambandError as e:
+        _refuse(str(e))
+    except ValueError:
+        _refuse(f"--listen: expected HOST:PORT with a port up to 65535, got {a.listen!r}")
+    except OSError as e:
+        _refuse(f"--listen {a.listen}: cannot listen there ({e.strerror})")
     print(f"log server on {srv.address}", flush=True)
     try:
         srv.serve_forever()
