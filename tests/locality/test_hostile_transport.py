@@ -18,7 +18,7 @@ import pytest
 from streamband.errors import TraceError
 from streamband.locality import wire
 from streamband.locality.dataflow import Dataflow, OpSpec
-from streamband.locality.reconfig import Manager
+from streamband.locality.reconfig import Manager, ManagerPhase
 from streamband.locality.routing_table import RoutingTable
 from streamband.locality.tcp import LogServer, LogStore, TcpTransport
 from streamband.locality.transport import BadMessage, Endpoint, Kind, Message
@@ -300,3 +300,23 @@ def test_a_bad_listen_address_is_one_line(listen: str, tmp_path: Path) -> None:
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2
     assert p.stderr.startswith("log server: --listen") and p.stderr.count("\n") == 1
+
+
+# -- the manager --------------------------------------------------------------------
+def test_manager_ignores_answers_from_nodes_not_in_its_dataflow(server: LogServer,
+                                                                tmp_path: Path) -> None:
+    flow = Dataflow([OpSpec("S", 1), OpSpec("A", 2, 0)], [("S", "A")])
+    t = TcpTransport(server.address)
+    m = Manager(flow, t, {"A": RoutingTable("A", 2)}, tmp_path / "store",
+                lambda metrics, tables: dict(tables))
+    m.start_round()
+    none: dict[str, Any] = {"keys": [], "pairs": {}}
+    for src in ("nobody", "A[7]", "S[0]", "A[0]"):  # two strangers, then two of three
+        t.send(Message(Kind.SEND_METRICS, src, "manager", 1, 1, none))
+    while m.step():
+        pass
+    assert m.rec.phase == ManagerPhase.COLLECTING and sorted(m._metrics) == ["A[0]", "S[0]"]
+    t.send(Message(Kind.SEND_METRICS, "A[1]", "manager", 1, 1, none))
+    while m.step():
+        pass
+    assert m.rec.phase == ManagerPhase.PREPARED
