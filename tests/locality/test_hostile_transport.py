@@ -1,7 +1,9 @@
 """Hostile input to the protocol's transport: a real log server on loopback receives
 raw lines from a socket, as any host of the testbed could send them. Each bad request
 gets one ``{"error": ...}`` line, nothing of it is applied, and the same connection
-goes on serving; readers skip an inbox entry they cannot decode instead of dying."""
+goes on serving; readers skip an inbox entry they cannot decode instead of dying; a
+bad inbox file stops the server before it serves (one line, exit 2); the manager counts
+only its own instances' answers."""
 
 from __future__ import annotations
 
@@ -213,6 +215,17 @@ def test_invalid_utf8_is_refused(client: Client, server: LogServer) -> None:
     refused(client.raw(b'{"op": "\xff"}\n'))
     still_serving(client, server)
 
+
+def test_a_line_never_finished_holds_up_no_one_else(client: Client, server: LogServer) -> None:
+    client.sock.sendall(b'{"op": "append", "msgs": [')  # and never a newline
+    other = Client(server.server_address[:2])
+    try:
+        assert other.ask({"op": "append", "msgs": [msg()]}) == {"ok": 1}
+        assert other.ask({"op": "read", "node": "manager", "offset": 0})["end"] == 1
+        refused(other.ask("[1]"))
+        assert other.ask({"op": "stats"})["nodes"] == {"manager": 1}
+    finally:
+        other.close()
 
 # -- readers ------------------------------------------------------------------------
 def test_reader_skips_and_counts_what_it_cannot_decode(server: LogServer) -> None:
