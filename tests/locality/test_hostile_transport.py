@@ -22,7 +22,7 @@ from streamband.locality import wire
 from streamband.locality.dataflow import Dataflow, OpSpec
 from streamband.locality.reconfig import Manager, ManagerPhase
 from streamband.locality.routing_table import RoutingTable
-from streamband.locality.tcp import LogServer, LogStore, TcpTransport
+from streamband.locality.tcp import MAX_OPEN, LogServer, LogStore, TcpTransport
 from streamband.locality.transport import BadMessage, Endpoint, Kind, Message
 
 
@@ -226,6 +226,18 @@ def test_a_line_never_finished_holds_up_no_one_else(client: Client, server: LogS
         assert other.ask({"op": "stats"})["nodes"] == {"manager": 1}
     finally:
         other.close()
+
+def test_many_node_names_do_not_use_up_the_descriptors(client: Client, server: LogServer,
+                                                       tmp_path: Path) -> None:
+    # On main every node ever named kept its file open: ~250 names under `ulimit -n 256`
+    # and the server could neither store nor accept a connection (EMFILE).
+    names = [f"n{i}" for i in range(MAX_OPEN + 10)] + ["n0"]
+    for n in names:
+        assert client.ask({"op": "append", "msgs": [msg(n)]}) == {"ok": 1}
+    assert len(server.store.files) <= MAX_OPEN
+    server.stop()
+    assert LogStore(tmp_path / "hub").logs == {n: server.store.logs[n] for n in names}
+    assert len(LogStore(tmp_path / "hub").logs["n0"]) == 2
 
 # -- readers ------------------------------------------------------------------------
 def test_reader_skips_and_counts_what_it_cannot_decode(server: LogServer) -> None:

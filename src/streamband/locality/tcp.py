@@ -37,6 +37,7 @@ import socketserver
 import sys
 import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -46,6 +47,7 @@ from streamband.locality.transport import BadMessage, Kind, Message
 
 MAX_LINE = 64 << 20  # bytes of a request; a SEND_RECONF of a large table is a few MiB
 MAX_WAIT_S = 30.0
+MAX_OPEN = 64  # inbox files kept open: a run's manager and instances, or most of them
 NODE_BYTES = 200  # a node's file name, with ".jsonl", must fit NAME_MAX (255)
 
 
@@ -77,7 +79,7 @@ class LogStore:
     def __init__(self, directory: Path | None = None) -> None:
         self.dir = Path(directory) if directory else None
         self.logs: dict[str, list[str]] = {}
-        self.files: dict[str, Any] = {}
+        self.files: OrderedDict[str, Any] = OrderedDict()  # open inbox files, least recent first
         self.stats: dict[str, list[int]] = {}
         self.cond = threading.Condition()
         if self.dir:
@@ -133,9 +135,7 @@ class LogStore:
         with self.cond:
             for msg, line in batch:
                 if self.dir:  # on disk before in memory, so a failed write leaves them equal
-                    f = self.files.get(msg.dst)
-                    if f is None:
-                        f = self.files[msg.dst] = open(self.dir / f"{msg.dst}.jsonl", "a")  # noqa: SIM115
+                    f = self._file(msg.dst)
                     f.write(line + "\n")
                     f.flush()  # survives the death of any process; not fsynced per message
                 self.logs.setdefault(msg.dst, []).append(line)
@@ -144,6 +144,17 @@ class LogStore:
                 s[1] += len(line)
             self.cond.notify_all()
         return len(batch)
+
+    def _file(self, node: str) -> Any:
+        """``node``'s inbox file, open for appending; at most MAX_OPEN stay open, since a
+        file held per node ever named would let any client use up the descriptors."""
+        f = self.files.get(node)
+        if f is None:
+            if len(self.files) >= MAX_OPEN:
+                self.files.popitem(last=False)[1].close()
+            f = self.files[node] = open(self.dir / f"{node}.jsonl", "a")  # noqa: SIM115
+        self.files.move_to_end(node)
+        return f
 
     def read(self, node: str, offset: int, limit: int, wait: float) -> tuple[int, list[str]]:
         deadline = time.monotonic() + wait
