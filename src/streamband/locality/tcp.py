@@ -135,7 +135,7 @@ class LogStore:
         with self.cond:
             for msg, line in batch:
                 if self.dir:  # on disk before in memory, so a failed write leaves them equal
-                    f = self._file(msg.dst)
+                    f = self._file(self.dir, msg.dst)
                     f.write(line + "\n")
                     f.flush()  # survives the death of any process; not fsynced per message
                 self.logs.setdefault(msg.dst, []).append(line)
@@ -145,14 +145,14 @@ class LogStore:
             self.cond.notify_all()
         return len(batch)
 
-    def _file(self, node: str) -> Any:
+    def _file(self, directory: Path, node: str) -> Any:
         """``node``'s inbox file, open for appending; at most MAX_OPEN stay open, since a
         file held per node ever named would let any client use up the descriptors."""
         f = self.files.get(node)
         if f is None:
             if len(self.files) >= MAX_OPEN:
                 self.files.popitem(last=False)[1].close()
-            f = self.files[node] = open(self.dir / f"{node}.jsonl", "a")  # noqa: SIM115
+            f = self.files[node] = open(directory / f"{node}.jsonl", "a")  # noqa: SIM115
         self.files.move_to_end(node)
         return f
 
