@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import socket
+import struct
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -238,6 +240,20 @@ def test_many_node_names_do_not_use_up_the_descriptors(client: Client, server: L
     server.stop()
     assert LogStore(tmp_path / "hub").logs == {n: server.store.logs[n] for n in names}
     assert len(LogStore(tmp_path / "hub").logs["n0"]) == 2
+
+def test_a_reset_connection_leaves_no_traceback(server: LogServer,
+                                                capfd: pytest.CaptureFixture[str]) -> None:
+    s = socket.create_connection(server.server_address[:2], timeout=5.0)
+    s.sendall(b'{"op": "stats"')
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # RST
+    s.close()
+    c = Client(server.server_address[:2])
+    try:
+        time.sleep(0.3)
+        assert c.ask({"op": "stats"}) == {"kinds": {}, "nodes": {}}
+    finally:
+        c.close()
+    assert "Traceback" not in capfd.readouterr().err
 
 # -- readers ------------------------------------------------------------------------
 def test_reader_skips_and_counts_what_it_cannot_decode(server: LogServer) -> None:

@@ -218,6 +218,12 @@ def answer(store: LogStore, raw: bytes) -> str:
 
 class _Handler(socketserver.StreamRequestHandler):
     def handle(self) -> None:
+        try:
+            self._serve()
+        except ConnectionError:
+            pass  # the client went away: no one to answer, and no traceback for the log
+
+    def _serve(self) -> None:
         store: LogStore = self.server.store  # type: ignore[attr-defined]
         limit: int = self.server.max_line  # type: ignore[attr-defined]
         while raw := self.rfile.readline(limit + 1):
