@@ -496,6 +496,8 @@ class Manager:
         r = self.rec
         if msg.epoch != r.epoch:
             return  # a late answer for a rolled-back round
+        if msg.src not in self.instances:
+            return  # counted, it would stand in for an instance's answer: only ours count
         if msg.kind == Kind.SEND_METRICS and r.phase == ManagerPhase.COLLECTING:
             self._metrics[msg.src] = msg.payload
             if len(self._metrics) == len(self.instances):

@@ -9,7 +9,8 @@ record are durable files in ``--store`` (fsync before each phase's messages); wh
 finds a record there it is a restarted manager: it rolls back a round no instance can
 have started and resumes one that may have (``Manager.recover``). Every phase change
 is appended to ``<store>/rounds.jsonl`` (wall-clock time, epoch, phase, keys moved,
-planning time) for the timelines.
+planning time) for the timelines. An inbox entry that is not a message is skipped and
+counted on stderr.
 
 ``python -m streamband.locality.service --hub HOST:PORT --store DIR --flow FLOW.json
 --servers N [--period S] [--first S] [--rounds K]``
@@ -84,6 +85,7 @@ def run(hub: str, store: Path, flow: Dataflow, servers: int, period_s: float, fi
     signal.signal(signal.SIGTERM, on_term)
     next_start = time.monotonic() + first_s
     phase = m.rec.phase
+    skipped = 0
     while not stop:
         if m.idle and completed(m) >= rounds:
             break
@@ -91,6 +93,10 @@ def run(hub: str, store: Path, flow: Dataflow, servers: int, period_s: float, fi
             m.start_round()
             next_start = time.monotonic() + period_s
         m.step()
+        if m.end.skipped != skipped:
+            skipped = m.end.skipped
+            print(f"manager: skipped {skipped} inbox entries that were not messages so far "
+                  f"(offset {m.end.offset})", file=sys.stderr, flush=True)
         if m.rec.phase != phase:
             phase = m.rec.phase
             rec: dict[str, Any] = {"t": time.time(), "epoch": m.rec.epoch, "phase": phase.value}

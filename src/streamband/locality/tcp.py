@@ -19,6 +19,12 @@ Wire format: one JSON object per line each way (messages as in
   seconds for the first one;
 - ``{"op": "stats"}`` -> messages and bytes per kind so far.
 
+Any host of the testbed can connect, so every request is checked before anything of
+it is applied: a bad one gets ``{"error": "..."}`` (what was wrong, what was expected)
+and the connection goes on. An append stores all its messages or none; a message is
+stored only if :func:`streamband.locality.wire.from_json` decodes it and its ``dst``
+can name a file in the directory.
+
 ``python -m streamband.locality.tcp --listen HOST:PORT --dir DIR``
 """
 
@@ -28,13 +34,43 @@ import argparse
 import json
 import socket
 import socketserver
+import sys
 import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
+from streamband.errors import StreambandError, TraceError
 from streamband.locality import wire
-from streamband.locality.transport import Kind, Message
+from streamband.locality.transport import BadMessage, Kind, Message
+
+MAX_LINE = 64 << 20  # bytes of a request; a SEND_RECONF of a large table is a few MiB
+MAX_WAIT_S = 30.0
+MAX_OPEN = 64  # inbox files kept open: a run's manager and instances, or most of them
+NODE_BYTES = 200  # a node's file name, with ".jsonl", must fit NAME_MAX (255)
+
+
+class BadRequest(ValueError):
+    """A request the log server refuses (what is wrong, what was expected)."""
+
+
+def check_node(node: object, where: str) -> str:
+    """``node`` if it can name the file ``<dir>/<node>.jsonl`` inside the directory."""
+    if (not isinstance(node, str) or node in ("", ".", "..") or "/" in node
+            or "\\" in node or not node.isprintable() or len(node.encode()) > NODE_BYTES):
+        raise BadMessage(f"{where}: expected a node name (printable, 1 to {NODE_BYTES} bytes, "
+                         f"no '/' or '\\', not '.' or '..'), got {wire.describe(node)}")
+    return node
+
+
+def _message(line: bytes) -> str | None:
+    """Why ``line`` is not a protocol message, or None if it is one."""
+    try:
+        wire.from_json(wire.parse(line))
+    except (ValueError, RecursionError) as e:
+        return str(e) or type(e).__name__
+    return None
 
 
 class LogStore:
@@ -43,32 +79,82 @@ class LogStore:
     def __init__(self, directory: Path | None = None) -> None:
         self.dir = Path(directory) if directory else None
         self.logs: dict[str, list[str]] = {}
-        self.files: dict[str, Any] = {}
+        self.files: OrderedDict[str, Any] = OrderedDict()  # open inbox files, least recent first
         self.stats: dict[str, list[int]] = {}
         self.cond = threading.Condition()
         if self.dir:
             self.dir.mkdir(parents=True, exist_ok=True)
-            for f in sorted(self.dir.glob("*.jsonl")):
-                lines = [ln for ln in f.read_text().splitlines() if ln]
+            loaded = {f: self._load(f) for f in sorted(self.dir.glob("*.jsonl"))}
+            for f, (lines, tail) in loaded.items():  # every file read: now repair the tails
                 self.logs[f.stem] = lines
+                if tail is None:
+                    continue
+                if _message(tail) is None:  # written whole but for its newline
+                    with open(f, "ab") as fh:
+                        fh.write(b"\n")
+                    lines.append(tail.decode())
+                else:
+                    with open(f, "r+b") as fh:
+                        fh.truncate(f.stat().st_size - len(tail))
+                    print(f"log server: {f}: cut an unfinished last line of {len(tail)} bytes",
+                          file=sys.stderr, flush=True)
 
-    def append(self, msgs: list[dict[str, Any]]) -> int:
+    @staticmethod
+    def _load(f: Path) -> tuple[list[str], bytes | None]:
+        """The messages of one inbox file and what follows its last newline (None if
+        nothing), or :class:`TraceError` at the first line that is not a message. A last
+        line without its newline was being written when a server died; the caller cuts it
+        off the file if unfinished, else gives it its newline, so that the next append
+        starts a line of its own."""
+        data = f.read_bytes()
+        lines = data.split(b"\n")
+        tail = lines.pop()
+        out = []
+        for n, ln in enumerate(lines, 1):
+            if ln.strip():
+                if (e := _message(ln)) is not None:
+                    raise TraceError(f"{f}:{n}: not a protocol message ({e}); expected one "
+                                     "JSON message per line")
+                out.append(ln.decode())
+        return out, tail or None
+
+    def append(self, msgs: object) -> int:
+        """Appends every message of ``msgs`` (a JSON array) or, if one is not a message
+        (:class:`BadMessage`, naming it), none."""
+        if not isinstance(msgs, list):
+            raise BadMessage(f"msgs: expected an array of messages, got {wire.describe(msgs)}")
+        batch = []
+        for i, m in enumerate(msgs):
+            try:
+                msg = wire.from_json(m)
+                check_node(msg.dst, "dst")
+            except BadMessage as e:
+                raise BadMessage(f"msgs[{i}]: {e}") from None
+            # Stored as wire encodes what it decoded: no field a reader would not read.
+            batch.append((msg, json.dumps(wire.to_json(msg), separators=(",", ":"))))
         with self.cond:
-            for m in msgs:
-                line = json.dumps(m, separators=(",", ":"))
-                node = str(m["dst"])
-                self.logs.setdefault(node, []).append(line)
-                s = self.stats.setdefault(str(m.get("kind")), [0, 0])
-                s[0] += 1
-                s[1] += len(line)
-                if self.dir:
-                    f = self.files.get(node)
-                    if f is None:
-                        f = self.files[node] = open(self.dir / f"{node}.jsonl", "a")  # noqa: SIM115
+            for msg, line in batch:
+                if self.dir:  # on disk before in memory, so a failed write leaves them equal
+                    f = self._file(self.dir, msg.dst)
                     f.write(line + "\n")
                     f.flush()  # survives the death of any process; not fsynced per message
+                self.logs.setdefault(msg.dst, []).append(line)
+                s = self.stats.setdefault(msg.kind.value, [0, 0])
+                s[0] += 1
+                s[1] += len(line)
             self.cond.notify_all()
-        return len(msgs)
+        return len(batch)
+
+    def _file(self, directory: Path, node: str) -> Any:
+        """``node``'s inbox file, open for appending; at most MAX_OPEN stay open, since a
+        file held per node ever named would let any client use up the descriptors."""
+        f = self.files.get(node)
+        if f is None:
+            if len(self.files) >= MAX_OPEN:
+                self.files.popitem(last=False)[1].close()
+            f = self.files[node] = open(directory / f"{node}.jsonl", "a")  # noqa: SIM115
+        self.files.move_to_end(node)
+        return f
 
     def read(self, node: str, offset: int, limit: int, wait: float) -> tuple[int, list[str]]:
         deadline = time.monotonic() + wait
@@ -89,28 +175,65 @@ class LogStore:
             self.files.clear()
 
 
+def _arg(req: dict[str, Any], name: str, default: Any, low: float, cap: float | None = None,
+         integer: bool = True) -> Any:
+    """``read``'s argument ``name``: a number >= ``low`` (an integer unless not
+    ``integer``), cut to ``cap``; BadRequest otherwise."""
+    v = req.get(name, default)
+    ok = (type(v) is int or (not integer and type(v) is float)) and low <= v < float("inf")
+    if not ok:
+        kind = "an integer" if integer else "a finite number"
+        raise BadRequest(f"read: {name}: expected {kind} >= {low:g}, got {wire.describe(v)}")
+    return v if cap is None else min(v, cap)
+
+
+def answer(store: LogStore, raw: bytes) -> str:
+    """The response line to one request line (``{"error": ...}`` if it is refused)."""
+    try:
+        req = wire.parse(raw)
+        if not isinstance(req, dict):
+            raise BadRequest(f"expected a JSON object with an op, got {wire.describe(req)}")
+        op = req.get("op")
+        if op == "append":
+            return json.dumps({"ok": store.append(req.get("msgs"))})
+        if op == "read":
+            node = check_node(req.get("node"), "read: node")
+            end, lines = store.read(node, _arg(req, "offset", 0, 0), _arg(req, "max", 1000, 1),
+                                    _arg(req, "wait", 0.0, 0, MAX_WAIT_S, integer=False))
+            return f'{{"end":{end},"msgs":[{",".join(lines)}]}}'
+        if op == "stats":
+            with store.cond:
+                return json.dumps({"kinds": store.stats,
+                                   "nodes": {n: len(v) for n, v in store.logs.items()}})
+        raise BadRequest(f"op: expected append, read or stats, got {wire.describe(op)}")
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        return json.dumps({"error": f"bad request: not JSON ({e}); expected a JSON object"})
+    except RecursionError:
+        return json.dumps({"error": "bad request: nested too deeply; expected a JSON object"})
+    except ValueError as e:  # BadRequest, BadMessage, a non-finite number
+        return json.dumps({"error": f"bad request: {e}"})
+    except OSError as e:
+        return json.dumps({"error": f"log server: cannot store the messages: {e}"})
+
+
 class _Handler(socketserver.StreamRequestHandler):
     def handle(self) -> None:
+        try:
+            self._serve()
+        except ConnectionError:
+            pass  # the client went away: no one to answer, and no traceback for the log
+
+    def _serve(self) -> None:
         store: LogStore = self.server.store  # type: ignore[attr-defined]
-        for raw in self.rfile:
-            try:
-                req = json.loads(raw)
-                op = req.get("op")
-                if op == "append":
-                    out = json.dumps({"ok": store.append(req["msgs"])})
-                elif op == "read":
-                    end, lines = store.read(str(req["node"]), int(req.get("offset", 0)),
-                                            int(req.get("max", 1000)),
-                                            min(float(req.get("wait", 0.0)), 30.0))
-                    out = f'{{"end":{end},"msgs":[{",".join(lines)}]}}'
-                elif op == "stats":
-                    with store.cond:
-                        out = json.dumps({"kinds": store.stats,
-                                          "nodes": {n: len(v) for n, v in store.logs.items()}})
-                else:
-                    out = json.dumps({"error": f"unknown op {op!r}"})
-            except (ValueError, KeyError, TypeError) as e:
-                out = json.dumps({"error": f"bad request: {e}"})
+        limit: int = self.server.max_line  # type: ignore[attr-defined]
+        while raw := self.rfile.readline(limit + 1):
+            if len(raw) > limit and not raw.endswith(b"\n"):
+                while (rest := self.rfile.readline(1 << 16)) and not rest.endswith(b"\n"):
+                    pass  # skip to the next line, so the connection stays in step
+                out = json.dumps({"error": f"bad request: longer than {limit} bytes; "
+                                           "expected one JSON line of at most that"})
+            else:
+                out = answer(store, raw)
             self.wfile.write(out.encode() + b"\n")
             self.wfile.flush()
 
@@ -121,8 +244,10 @@ class LogServer(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, host: str, port: int, directory: Path | None = None) -> None:
+    def __init__(self, host: str, port: int, directory: Path | None = None,
+                 max_line: int = MAX_LINE) -> None:
         self.store = LogStore(directory)
+        self.max_line = max_line
         super().__init__((host, port), _Handler)
 
     @property
@@ -142,7 +267,10 @@ class LogServer(socketserver.ThreadingTCPServer):
 
 
 def split_address(address: str) -> tuple[str, int]:
+    """``HOST:PORT`` as (host, port); ValueError if it is not one."""
     host, _, port = address.rpartition(":")
+    if not host or not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"expected HOST:PORT with a port up to 65535, got {address!r}")
     return host, int(port)
 
 
@@ -159,7 +287,7 @@ class TcpTransport:
         self.wait_s = wait_s
         self.batch = batch
         self.sent: dict[Kind, int] = {k: 0 for k in Kind}
-        self._cache: dict[str, tuple[int, list[Message]]] = {}
+        self._cache: dict[str, tuple[int, list[Message | BadMessage]]] = {}
         self._sock = self._connect(connect_timeout_s)
         self._rfile = self._sock.makefile("rb")
 
@@ -193,11 +321,21 @@ class TcpTransport:
         if not base <= offset < base + len(msgs):
             out = self._call({"op": "read", "node": node, "offset": offset, "max": self.batch,
                               "wait": self.wait_s})
-            base, msgs = offset, [wire.from_json(m) for m in out["msgs"]]
+            base, msgs = offset, [self._decode(m) for m in out["msgs"]]
             self._cache[node] = (base, msgs)
             if not msgs:
                 return None
-        return msgs[offset - base]
+        got = msgs[offset - base]
+        if isinstance(got, BadMessage):
+            raise got
+        return got
+
+    @staticmethod
+    def _decode(m: Any) -> Message | BadMessage:
+        try:
+            return wire.from_json(m)
+        except BadMessage as e:
+            return e
 
     def stats(self) -> dict[str, Any]:
         return self._call({"op": "stats"})
@@ -207,13 +345,25 @@ class TcpTransport:
         self._sock.close()
 
 
+def _refuse(line: str) -> NoReturn:
+    print(f"log server: {line}", file=sys.stderr)
+    sys.exit(2)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="the reconfiguration protocol's log server")
     ap.add_argument("--listen", required=True, help="HOST:PORT")
     ap.add_argument("--dir", type=Path, default=None, help="where the inboxes are kept")
     a = ap.parse_args(argv)
-    host, port = split_address(a.listen)
-    srv = LogServer(host, port, a.dir)
+    try:
+        host, port = split_address(a.listen)
+        srv = LogServer(host, port, a.dir)
+    except StreambandError as e:
+        _refuse(str(e))
+    except ValueError:
+        _refuse(f"--listen: expected HOST:PORT with a port up to 65535, got {a.listen!r}")
+    except OSError as e:
+        _refuse(f"--listen {a.listen}: cannot listen there ({e.strerror})")
     print(f"log server on {srv.address}", flush=True)
     try:
         srv.serve_forever()

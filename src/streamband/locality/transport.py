@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
+from streamband.errors import InputError
+
 
 class Kind(StrEnum):
     DATA = "DATA"
@@ -31,6 +33,10 @@ class Kind(StrEnum):
     MIGRATE = "MIGRATE"  # ⑥ instance -> instance of the same operator
     DONE = "DONE"  # instance -> manager: reconfiguration applied (completion, not in Alg. 1)
     ABORT = "ABORT"  # manager -> instance: roll back a configuration not yet propagated
+
+
+class BadMessage(InputError):
+    """An inbox entry that is not a protocol message (what is wrong, what was expected)."""
 
 
 @dataclass(frozen=True)
@@ -49,7 +55,8 @@ class Transport(Protocol):
     def send(self, msg: Message) -> None: ...
 
     def receive(self, node: str, offset: int) -> Message | None:
-        """The message at ``offset`` of ``node``'s inbox, or None if none yet."""
+        """The message at ``offset`` of ``node``'s inbox, or None if none yet; raises
+        :class:`BadMessage` if the entry there is not a message."""
         ...
 
 
@@ -84,6 +91,7 @@ class Endpoint:
         self.generation = 0
         self.next_seq: dict[str, int] = {}
         self.last_seq: dict[str, int] = {}
+        self.skipped = 0  # inbox entries that were not messages
 
     def new_generation(self) -> None:
         """Number the next messages above every number used so far (2**32 per generation)."""
@@ -96,9 +104,16 @@ class Endpoint:
         self.transport.send(Message(kind, self.name, dst, epoch, seq, payload))
 
     def poll(self) -> Message | None:
-        """The next new message (duplicates from a replaying sender are skipped)."""
+        """The next new message (duplicates from a replaying sender are skipped, and so
+        are entries that are not messages, counted in ``skipped``)."""
         while True:
-            msg = self.transport.receive(self.name, self.offset)
+            try:
+                msg = self.transport.receive(self.name, self.offset)
+            except BadMessage:
+                # One hostile or garbled entry must not stop the node reading the rest.
+                self.offset += 1
+                self.skipped += 1
+                continue
             if msg is None:
                 return None
             self.offset += 1
