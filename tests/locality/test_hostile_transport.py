@@ -229,6 +229,7 @@ def test_a_line_never_finished_holds_up_no_one_else(client: Client, server: LogS
     finally:
         other.close()
 
+
 def test_many_node_names_do_not_use_up_the_descriptors(client: Client, server: LogServer,
                                                        tmp_path: Path) -> None:
     # On main every node ever named kept its file open: ~250 names under `ulimit -n 256`
@@ -240,6 +241,7 @@ def test_many_node_names_do_not_use_up_the_descriptors(client: Client, server: L
     server.stop()
     assert LogStore(tmp_path / "hub").logs == {n: server.store.logs[n] for n in names}
     assert len(LogStore(tmp_path / "hub").logs["n0"]) == 2
+
 
 def test_a_reset_connection_leaves_no_traceback(server: LogServer,
                                                 capfd: pytest.CaptureFixture[str]) -> None:
@@ -254,6 +256,7 @@ def test_a_reset_connection_leaves_no_traceback(server: LogServer,
     finally:
         c.close()
     assert "Traceback" not in capfd.readouterr().err
+
 
 # -- readers ------------------------------------------------------------------------
 def test_reader_skips_and_counts_what_it_cannot_decode(server: LogServer) -> None:
