@@ -131,7 +131,7 @@ class LogStore:
             except BadMessage as e:
                 raise BadMessage(f"msgs[{i}]: {e}") from None
             # Stored as wire encodes what it decoded: no field a reader would not read.
-            batch.append((msg, json.dumps(wire.to_json(msg), separators=(",", ":"))))
+            batch.append((msg, wire.dumps(msg)))
         with self.cond:
             for msg, line in batch:
                 if self.dir:  # on disk before in memory, so a failed write leaves them equal
@@ -357,11 +357,12 @@ def main(argv: list[str] | None = None) -> None:
     a = ap.parse_args(argv)
     try:
         host, port = split_address(a.listen)
+    except ValueError as e:
+        _refuse(f"--listen: {e}")
+    try:
         srv = LogServer(host, port, a.dir)
     except StreambandError as e:
         _refuse(str(e))
-    except ValueError:
-        _refuse(f"--listen: expected HOST:PORT with a port up to 65535, got {a.listen!r}")
     except OSError as e:
         _refuse(f"--listen {a.listen}: cannot listen there ({e.strerror})")
     print(f"log server on {srv.address}", flush=True)
