@@ -106,6 +106,12 @@ _RATE = re.compile(r"\brate (\d+(?:\.\d+)?)([KMG]?)bit\b")
 _UNIT = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9}
 
 
+def assured_bps(link_bps: float) -> float:
+    """A class leaf's assured rate on a link of ``link_bps``: what a class gets when every
+    higher class takes the whole link (1/1000 of it, at least ``MIN_ASSURED_BPS``)."""
+    return max(MIN_ASSURED_BPS, link_bps / 1000.0)
+
+
 class PriorityError(RunError):
     """A port that cannot be prioritised or a failed ``tc`` call."""
 
@@ -266,7 +272,7 @@ class PriorityQueues:
             raise PriorityError(f"port {dev}: not shaped; rate_bps is required")
         shape = shape or DEFAULT_SHAPE
         shape.check(dev, rate)
-        assured = max(MIN_ASSURED_BPS, rate / 1000.0)
+        assured = assured_bps(rate)
         h = HANDLE
         lines = [
             f"qdisc add dev {dev} root handle {h}: htb default {10 + DEFAULT_CLASS} r2q 100",
