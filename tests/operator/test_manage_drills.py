@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from streamband.loop.engine import flow_name
 from streamband.loop.manager import LEASE_STEPS, LEASE_WINDOW
 from streamband.manage.config import load_config
 from streamband.manage.stage import PROFILER_PORT, wait_for
@@ -82,28 +83,9 @@ def flow_names(stage) -> set[str]:
     return {f["name"] for f in fj(stage)["flows"]}
 
 
-def flow_name(m: dict[str, Any]) -> str:
-    f = m["flow"]
-    return f"{f['src_ip']}->{f['dst_ip']}:{f['dst_port']}"
-
-
-def meters(stage) -> dict[str, float | None]:
-    return {flow_name(m): m["rate_bps"] for m in stage.controller().meters()}
-
-
 def all_capped(stage) -> bool:
-    got = meters(stage)
+    got = stage.meters()
     return all(got.get(n) for n in flow_names(stage))
-
-
-def managed(stage, since: float = 0.0) -> bool:
-    """Every flow of fj has its rule on the controller (capped, or counted where the policy
-    caps nothing: appaware leaves a link that is not full to TCP, as the fork-join's often
-    is on a loaded machine), and the manager's newest decision for fj, made after the
-    wall-clock time ``since``, is its policy's."""
-    last = stage.api().get("/api/v1/allocations?topology=fj&limit=1").json()
-    return (bool(last) and last[0]["decision"] == "policy" and last[0]["time"] > since
-            and flow_names(stage) <= set(meters(stage)))
 
 
 def leftovers(stage, storm_before: dict[str, int]) -> list[str]:
@@ -111,7 +93,7 @@ def leftovers(stage, storm_before: dict[str, int]) -> list[str]:
     rule, Storm processes beyond the cluster's, a second manager."""
     left = []
     names = flow_names(stage)
-    left += [f"stale meter {n}" for n in meters(stage) if n not in names]
+    left += [f"stale meter {n}" for n in stage.meters() if n not in names]
     for s in stage.tb.topo.switches:
         out = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "dump-flows",
                               stage.tb.switch_name[s], f"udp,tp_dst={PROFILER_PORT}"],
@@ -165,7 +147,7 @@ def record(stage, drill: str, before: dict[str, float], recovery: float,
 def ensure_manager(stage) -> None:
     if stage.manager is None or stage.manager.poll() is not None:
         stage.start_manager(stage.extra["config"])
-    wait_for(lambda: managed(stage), 60, "the manager manages fj's flows")
+    wait_for(lambda: stage.managed("fj"), 60, "the manager manages fj's flows")
 
 
 def test_kill_manager(stage):
@@ -181,13 +163,13 @@ def test_kill_manager(stage):
     before, sb = totals(stage), storm_counts(stage)
 
     def capping() -> set[str] | None:  # the flows capped at one moment, all of fj's
-        got = {n for n, r in meters(stage).items() if r}
+        got = {n for n, r in stage.meters().items() if r}
         return got if got >= flow_names(stage) else None
 
     capped = wait_for(capping, 30, "maxmin caps fj's flows", 0.2)
     # the lease the manager granted, read back from the controller just before the kill
     left = max(m["lease_left_s"] for m in stage.controller().meters()
-               if flow_name(m) in capped)
+               if flow_name(m["flow"]) in capped)
     t0 = time.monotonic()
     os.kill(stage.manager.pid, signal.SIGKILL)
     stage.manager.wait(10)
@@ -195,7 +177,7 @@ def test_kill_manager(stage):
 
     def gone() -> bool:
         t = time.monotonic()
-        got = meters(stage)
+        got = stage.meters()
         polls.append(time.monotonic() - t)
         return not any(got.get(n) for n in capped)
 
@@ -247,7 +229,7 @@ def test_kill_controller(stage):
         t1, restarted = time.monotonic(), time.time()
         stage.tb.restart_controller()
     # the restarted controller has no rule: every flow's is the manager's again
-    wait_for(lambda: managed(stage, restarted), 30, "the allocation installed again", 0.2)
+    wait_for(lambda: stage.managed("fj", restarted), 30, "the allocation installed again", 0.2)
     recovery = time.monotonic() - t1
     wait_for(lambda: not any(a["kind"] == "controller unreachable"
                              for a in stage.status()["alerts"]), 10, "the alert cleared")
@@ -277,7 +259,7 @@ def test_kill_worker(stage):
 
     wait_for(counting, 120, "the sink counts again", 0.5)
     counted = time.time()
-    wait_for(lambda: managed(stage, counted), 30, "flows managed")
+    wait_for(lambda: stage.managed("fj", counted), 30, "flows managed")
     recovery = time.monotonic() - t0
     assert min(seen) >= sinks, (sinks, min(seen))
     record(stage, "kill -9 Storm worker (D)", before, recovery, sb)
@@ -300,7 +282,7 @@ def test_kill_supervisor(stage):
                                            stage.cluster.admin("list")["supervisors"]}, 90,
              "Nimbus sees w2's supervisor")
     back = time.time()
-    wait_for(lambda: managed(stage, back) and sink_rate(stage, 2.0) > 0, 60,
+    wait_for(lambda: stage.managed("fj", back) and sink_rate(stage, 2.0) > 0, 60,
              "managed and flowing")
     recovery = time.monotonic() - t0
     record(stage, "kill -9 Storm supervisor (w2), restarted after 5 s", before, recovery, sb)
@@ -337,7 +319,7 @@ def test_profiler_silent(stage):
     stage.silence_profiler(True)
     silenced = time.time()  # no report arrives after this
     try:
-        wait_for(lambda: meters(stage) and not any(meters(stage).get(n)
+        wait_for(lambda: stage.meters() and not any(stage.meters().get(n)
                                                    for n in flow_names(stage)),
                  open_after + 60, "failed open", 0.2)
         opened = time.time() - t0
@@ -421,7 +403,7 @@ def test_garbage_metrics(stage):
                               stdout=subprocess.PIPE, text=True)
     seen: list[float | None] = []
     while sender.poll() is None:
-        seen += list(meters(stage).values())
+        seen += list(stage.meters().values())
         time.sleep(0.2)
     sent = int(sender.communicate()[0])
     assert sender.returncode == 0
@@ -454,7 +436,7 @@ def test_late_steps_keep_caps(stage, tmp_path):
         stage.extra["config"].parent / "state", dt=DT, guard=False, hold_intervals=10)
     stage.start_manager(cfg)
     try:
-        wait_for(lambda: managed(stage), 60, "the manager manages fj's flows")
+        wait_for(lambda: stage.managed("fj"), 60, "the manager manages fj's flows")
         names = flow_names(stage)
         lapsed: list[int | None] = []  # per stall: samples with a cap gone (None: no cap)
         stopped_at, now_at = [], [0]
@@ -472,7 +454,7 @@ def test_late_steps_keep_caps(stage, tmp_path):
             stopped_at.append(now_at[0])
             t_end, seen = time.monotonic() + stall, []
             while time.monotonic() < t_end:
-                seen.append(meters(stage))
+                seen.append(stage.meters())
                 time.sleep(0.2)
             os.kill(stage.manager.pid, signal.SIGCONT)
             # the caps the last push left; with the manager stopped only expiry moves them

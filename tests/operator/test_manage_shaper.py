@@ -12,6 +12,7 @@ import re
 import signal
 import time
 
+from streamband.loop.engine import flow_name
 from streamband.manage.stage import wait_for
 from streamband.sdn.app import Settings as ControllerSettings
 from streamband.storm.workloads import fork_join
@@ -20,10 +21,6 @@ DT = 2.0  # a lease of 3 Δt = 6 s: a cap lifted at the next step beats it by 2 
 LINK_BPS = 20e6  # the stage's links
 LEASE_CHECK_S = ControllerSettings().lease_check_s  # how often the controller expires leases
 FJ_BYTES = (lambda w, a: w.edge_bytes(a))(*fork_join())  # as the stage's config
-
-
-def flow_name(f: dict) -> str:
-    return f"{f['src_ip']}->{f['dst_ip']}:{f['dst_port']}"
 
 
 def classes(stage, names: set[str]) -> list[dict]:

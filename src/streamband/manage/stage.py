@@ -33,6 +33,7 @@ from typing import Any
 import httpx
 import yaml
 
+from streamband.loop.engine import flow_name
 from streamband.model.testbed import load_spec
 from streamband.procs import clean, leftovers, marked_env
 from streamband.sdn.client import ControllerClient
@@ -215,6 +216,24 @@ class Stage:
 
     def topology(self, name: str) -> dict[str, Any]:
         return next(t for t in self.status()["topologies"] if t["name"] == name)
+
+    def meters(self) -> dict[str, float | None]:
+        """The controller's meters: flow name -> rate (None: counting, not capping)."""
+        return {flow_name(m["flow"]): m["rate_bps"] for m in self.controller().meters()}
+
+    def managed(self, topology: str, since: float = 0.0) -> bool:
+        """Every flow of ``topology`` has its rule on the controller (capped, or counted
+        where the policy caps nothing: appaware leaves a link that is not full to TCP),
+        and the manager's newest decision for it, made after the wall-clock time
+        ``since``, is the policy it runs now."""
+        with self.api() as c:
+            r = c.get("/api/v1/allocations", params={"topology": topology, "limit": 1})
+            r.raise_for_status()
+            last = r.json()
+        top = self.topology(topology)
+        return (bool(last) and last[0]["decision"] == "policy" and last[0]["time"] > since
+                and last[0]["policy"] == top["policy"]
+                and {f["name"] for f in top["flows"]} <= set(self.meters()))
 
     # -- workloads ------------------------------------------------------------------------
     def submit_fork_join(self, name: str, rate: float = 300, tp: str = "TP1",
