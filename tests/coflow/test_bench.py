@@ -5,10 +5,12 @@ plots; and the checks fail when stream loses."""
 from __future__ import annotations
 
 import json
+import queue
 
 import pytest
 from rich.console import Console
 
+from streamband.experiments import paper004
 from streamband.experiments.paper004 import CATEGORIES, _factors, bench, compare, publish
 
 
@@ -63,3 +65,15 @@ def test_checks_fail_when_stream_loses():
     ok = {c.what.split("beats ")[1]: c.ok for c in cmp.checks}
     assert ok == {"fs's": False, "baraat's": True}
     assert not cmp.ok and "per category" in cmp.notes[0] and "10.00 vs 8.00" in cmp.notes[0]
+
+
+def test_a_run_reports_its_progress_to_the_bench(trace_path, monkeypatch):
+    """In a worker, a run puts (its index, flows done, flows) on the bench's queue, the
+    last with every flow done."""
+    reports: queue.Queue = queue.Queue()
+    monkeypatch.setattr(paper004, "_PROGRESS", reports)
+    task = (str(trace_path), "trace", 8, 1, "fs", "big_switch", 1.0, ())
+    _, summ = paper004._one(task, 7)
+    got = [reports.get_nowait() for _ in range(reports.qsize())]
+    assert got and {i for i, _, _ in got} == {7}
+    assert got[-1][1:] == (summ["flows"], summ["flows"])

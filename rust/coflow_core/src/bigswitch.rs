@@ -8,6 +8,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::model::Key;
+use crate::progress::{Progress, Stopped};
 
 /// Node v < P is ingress port v, node P + d egress port d; pair k = s * P + d.
 /// A pair's per-flow rate is min(level[s], level[P + d]): for fs-static the level is
@@ -198,14 +199,21 @@ impl Loop {
         self.tnext[k] = tc;
     }
 
-    pub fn run(mut self, src: &[i64], dst: &[i64], size: &[f64], release: &[f64]) -> (Vec<f64>, u64) {
+    pub fn run(
+        mut self,
+        src: &[i64],
+        dst: &[i64],
+        size: &[f64],
+        release: &[f64],
+        prog: &mut Progress,
+    ) -> Result<(Vec<f64>, u64), Stopped> {
         let p = self.p;
         let nf = size.len();
         let mut order: Vec<usize> = (0..nf).collect();
         order.sort_by(|&a, &b| release[a].total_cmp(&release[b]).then(a.cmp(&b)));
         let mut finish = vec![f64::NAN; nf];
         let mut next = 0usize;
-        let mut t;
+        let mut t = 0.0f64;
         let mut n_events = 0u64;
         let mut left = nf;
         let mut dirty_pairs: Vec<usize> = Vec::new();
@@ -217,10 +225,11 @@ impl Loop {
             // the next event: a valid pair completion or a release
             let (t_c, _) = self.tree.min();
             let t_rel = if next < nf { release[order[next]] } else { f64::INFINITY };
-            t = t_c.min(t_rel);
-            if !t.is_finite() {
+            let t_ev = t_c.min(t_rel);
+            if !t_ev.is_finite() {
                 break;
             }
+            t = t_ev;
             n_events += 1;
             // completions (all pairs due within a relative 1e-12 of t)
             let lim = t + 1e-12 * (1.0 + t.abs());
@@ -312,8 +321,10 @@ impl Loop {
             }
             self.tree.set_many(&dirty_pairs, &vals);
             dirty_pairs.clear();
+            prog.tick(t, (nf - left) as u64)?;
         }
-        (finish, n_events)
+        prog.end(t, (nf - left) as u64)?;
+        Ok((finish, n_events))
     }
 }
 

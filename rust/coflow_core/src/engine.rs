@@ -37,6 +37,7 @@ use std::cmp::Reverse;
 use crate::counts as n;
 use crate::count;
 use crate::model::*;
+use crate::progress::Progress;
 use crate::util::*;
 
 /// At most this many priority queues in `relabel_levels`'s per-level rows (`stream`'s K
@@ -358,6 +359,8 @@ pub struct Sim {
     pub f_opos: Vec<u32>,
     pub finish: Vec<f64>,
     pub events: u64,
+    /// flows finished so far
+    pub n_done: u64,
     // owners: the unit (stream), the coflow (aalo, baraat) or one (fs, fs-static)
     pub o_key: Vec<u64>,
     pub o_flows: Vec<Vec<u32>>,
@@ -552,6 +555,7 @@ impl Sim {
             f_opos: vec![NONE; nf],
             finish: vec![f64::NAN; nf],
             events: 0,
+            n_done: 0,
             o_key: vec![u64::MAX; n_owner],
             o_flows: vec![Vec::new(); n_owner],
             o_buns: vec![Vec::new(); n_owner],
@@ -1687,6 +1691,7 @@ impl Sim {
     #[inline(never)]
     fn complete(&mut self, fl: &[u32], t: f64, rel: &mut BinaryHeap<Reverse<Key>>) {
         let mut done_groups: Vec<usize> = Vec::new();
+        self.n_done += fl.len() as u64;
         for &f in fl {
             let f = f as usize;
             self.finish[f] = t;
@@ -1793,7 +1798,7 @@ impl Sim {
     }
 
     // -- the loop ----------------------------------------------------------------
-    pub fn run(&mut self) -> Result<(), String> {
+    pub fn run(&mut self, prog: &mut Progress) -> Result<(), String> {
         let ng = self.inp.g_arrival.len();
         let mut rel: BinaryHeap<Reverse<Key>> = BinaryHeap::new();
         for g in 0..ng {
@@ -1888,7 +1893,9 @@ impl Sim {
             if t >= t_s {
                 self.sched_event(t);
             }
+            prog.tick(t, self.n_done)?;
         }
+        prog.end(t, self.n_done)?;
         Ok(())
     }
 }

@@ -9,7 +9,10 @@
 //! - `bigswitch_run`: `fs` / `fs-static` on a big switch by port pairs (`bigswitch.rs`).
 //!
 //! Scheduler parameters arrive as one typed object, `SchedParams`; the workload as a
-//! dict of named native-endian int64 / float64 buffers.
+//! dict of named native-endian int64 / float64 buffers. Both loops run without the GIL;
+//! every `progress_s` seconds of wall time at most they take it back to check Python's
+//! signals and call `progress(t, flows_done)`, whose error (KeyboardInterrupt on ctrl-C
+//! too) stops the run and is raised (`progress.rs`).
 
 // Allowed lints, with their reasons:
 // - `!(x > 0.0)` is meant: it is true for NaN, which must count as "no rate";
@@ -24,15 +27,17 @@ mod counts;
 mod engine;
 mod fill;
 mod model;
+mod progress;
 mod rules;
 mod util;
 mod varys;
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use model::{Input, Params, Policy, Relay, NONE};
+use progress::Progress;
 
 fn as_i64(b: &[u8]) -> Vec<i64> {
     b.chunks_exact(8).map(|c| i64::from_ne_bytes(c.try_into().unwrap())).collect()
@@ -209,31 +214,74 @@ fn finish_bytes<'py>(py: Python<'py>, finish: &[f64]) -> Bound<'py, PyBytes> {
     PyBytes::new_bound(py, &bytes)
 }
 
+/// Run `body` without the GIL, with a `Progress` whose hook, every `progress_s` seconds
+/// of wall time at most and once at the end, takes the GIL back, checks Python's
+/// signals and calls `progress(t, flows_done)` if given. The first error of either
+/// stops the run and is returned; `body`'s own errors are ValueErrors.
+fn with_progress<T: Send>(
+    py: Python<'_>,
+    progress: Option<Py<PyAny>>,
+    progress_s: f64,
+    body: impl FnOnce(&mut Progress) -> Result<T, String> + Send,
+) -> PyResult<T> {
+    if !(0.0..=86400.0).contains(&progress_s) {
+        let msg = format!("progress_s: expected 0..86400 s, got {progress_s}");
+        return Err(PyValueError::new_err(msg));
+    }
+    if progress.as_ref().is_some_and(|cb| !cb.bind(py).is_callable()) {
+        return Err(PyTypeError::new_err("progress: expected a callable (t, flows_done)"));
+    }
+    let period = std::time::Duration::from_secs_f64(progress_s);
+    let mut raised: Option<PyErr> = None;
+    let out = py.allow_threads(|| {
+        let mut hook = |t: f64, done: u64| {
+            Python::with_gil(|py| {
+                let r = py.check_signals().and_then(|_| match &progress {
+                    Some(cb) => cb.call1(py, (t, done)).map(drop),
+                    None => Ok(()),
+                });
+                r.map_err(|e| raised = Some(e)).is_ok()
+            })
+        };
+        body(&mut Progress::new(&mut hook, period))
+    });
+    match raised {
+        Some(e) => Err(e),
+        None => out.map_err(PyValueError::new_err),
+    }
+}
+
 /// Run `workload` under `params`. Returns (finish time per flow as float64 bytes,
-/// number of events).
+/// number of events). `progress(t_sim_s, flows_done)`, if given, is called every
+/// `progress_s` seconds of wall time at most and once at the end; it only observes.
 #[pyfunction]
+#[pyo3(signature = (params, workload, progress = None, progress_s = 0.25))]
 fn fabric_run<'py>(
     py: Python<'py>,
     params: &SchedParams,
     workload: Workload<'py>,
+    progress: Option<Py<PyAny>>,
+    progress_s: f64,
 ) -> PyResult<(Bound<'py, PyBytes>, u64)> {
     let inp = workload.input()?;
     let par = params.inner.clone();
-    let out = py.allow_threads(|| {
+    let (finish, events) = with_progress(py, progress, progress_s, |prog| {
         if par.policy == Policy::Varys {
-            return varys::run(&inp);
+            return varys::run(&inp, prog);
         }
         let mut sim = engine::Sim::new(inp, par);
-        sim.run().map(|_| (sim.finish, sim.events))
-    });
-    let (finish, events) = out.map_err(PyValueError::new_err)?;
+        sim.run(prog).map(|_| (sim.finish, sim.events))
+    })?;
     Ok((finish_bytes(py, &finish), events))
 }
 
 /// Run the flows on a `ports`-port big switch of `port_bytes_per_s` per port.
 /// `src`, `dst` (int64), `size`, `release` (float64) are raw native-endian buffers.
-/// Returns (finish times as float64 bytes, number of events).
+/// Returns (finish times as float64 bytes, number of events). `progress`,
+/// `progress_s`: as for `fabric_run`.
 #[pyfunction]
+#[pyo3(signature = (ports, port_bytes_per_s, src, dst, size, release, policy,
+                    progress = None, progress_s = 0.25))]
 #[allow(clippy::too_many_arguments)]
 fn bigswitch_run<'py>(
     py: Python<'py>,
@@ -244,6 +292,8 @@ fn bigswitch_run<'py>(
     size: &[u8],
     release: &[u8],
     policy: &str,
+    progress: Option<Py<PyAny>>,
+    progress_s: f64,
 ) -> PyResult<(Bound<'py, PyBytes>, u64)> {
     let work_conserving = match policy {
         "fs" => true,
@@ -260,9 +310,11 @@ fn bigswitch_run<'py>(
             return Err(PyValueError::new_err(format!("flow {i}: port outside 0..{ports}")));
         }
     }
-    let (finish, events) = py.allow_threads(|| {
-        bigswitch::Loop::new(ports, port_bytes_per_s, work_conserving).run(&src, &dst, &size, &release)
-    });
+    let (finish, events) = with_progress(py, progress, progress_s, |prog| {
+        bigswitch::Loop::new(ports, port_bytes_per_s, work_conserving)
+            .run(&src, &dst, &size, &release, prog)
+            .map_err(String::from)
+    })?;
     Ok((finish_bytes(py, &finish), events))
 }
 

@@ -23,6 +23,7 @@ use std::collections::BinaryHeap;
 
 use crate::fill::{next_bottleneck, take};
 use crate::model::*;
+use crate::progress::Progress;
 
 /// The active flows of one coflow slot, one column per field, read in order by the
 /// two passes of an event; the advancing pass computes each rate again from the same
@@ -272,7 +273,7 @@ impl Paths {
     }
 }
 
-pub fn run(inp: &Input) -> Result<(Vec<f64>, u64), String> {
+pub fn run(inp: &Input, prog: &mut Progress) -> Result<(Vec<f64>, u64), String> {
     let nf = inp.f_size.len();
     let nc = inp.c_rank.len();
     let ng = inp.g_arrival.len();
@@ -309,6 +310,7 @@ pub fn run(inp: &Input) -> Result<(Vec<f64>, u64), String> {
     let mut bound: Vec<(f64, u32)> = Vec::new();
     let mut t = 0.0f64;
     let mut events = 0u64;
+    let mut n_done = 0u64;
     let complete = |fl: &[u32],
                     t: f64,
                     finish: &mut [f64],
@@ -363,6 +365,7 @@ pub fn run(inp: &Input) -> Result<(Vec<f64>, u64), String> {
                     (row + l as usize) as u32 }));
             }
             if !zero.is_empty() {
+                n_done += zero.len() as u64;
                 complete(&zero, t, &mut finish, &mut g_left, &mut deps_left, &mut rel);
             }
         }
@@ -502,8 +505,11 @@ pub fn run(inp: &Input) -> Result<(Vec<f64>, u64), String> {
         }
         if !done.is_empty() {
             done.sort_unstable();
+            n_done += done.len() as u64;
             complete(&done, t, &mut finish, &mut g_left, &mut deps_left, &mut rel);
         }
+        prog.tick(t, n_done)?;
     }
+    prog.end(t, n_done)?;
     Ok((finish, events))
 }

@@ -29,7 +29,9 @@ baraat's (004's claim); when one does not, the per-category averages are in the 
 
 from __future__ import annotations
 
-from concurrent.futures import ProcessPoolExecutor, as_completed
+import multiprocessing
+import queue
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -158,10 +160,35 @@ def _workload(trace: str, kind: str, n: int | None, arg: Any):
     return from_trace(sub, waves=arg if kind == "waves" else 1, bursty=kind == "bursty")
 
 
-def _one(task: tuple) -> tuple[tuple, dict]:
+#: in a worker of :func:`bench`, the queue its runs report their progress on
+_PROGRESS: Any = None
+
+
+def _init_worker(progress: Any) -> None:
+    """A worker of :func:`bench`: its runs report ``(run index, flows done, flows)`` on
+    ``progress`` (a ``multiprocessing.Queue``)."""
+    global _PROGRESS
+    _PROGRESS = progress
+    # a report left unsent must not keep the worker from exiting
+    progress.cancel_join_thread()
+
+
+def _one(task: tuple, index: int = -1) -> tuple[tuple, dict]:
     trace, kind, n, arg, policy, topo, gbps, opts = task
-    run = simulate(_workload(trace, kind, n, arg), policy, topo, gbps, **dict(opts))
+    wl = _workload(trace, kind, n, arg)
+    q, total = _PROGRESS, int(wl.n_flows)
+
+    def report(t: float, done: int) -> None:
+        q.put((index, done, total))
+
+    run = simulate(wl, policy, topo, gbps, progress=report if q is not None else None,
+                   **dict(opts))
     return task, run.summary()
+
+
+def _label(task: tuple) -> str:
+    return (f"{task[1]} n={task[2] or 'all'} {task[3]} {task[4]} {dict(task[7]) or ''} "
+            f"{task[5]} {task[6]:g}G")
 
 
 def _factors(runs: dict[str, dict]) -> dict:
@@ -237,18 +264,38 @@ def bench(trace: Path, full: bool = False, workers: int = 2, n_prefix: int = N_P
     # the longest first, so the two workers end together (longest processing time first)
     order = sorted(tasks, key=lambda t: (-_expected_cpu_s(t), str(t)))
     done: dict = {}
-    # each run is reported when it ends (the whole-trace fat-tree runs take tens of
-    # minutes each), with how many are done
-    with ProcessPoolExecutor(workers) as ex, Progress(console=console) as prog:
+    # a bar per running run, fed by the workers' progress reports (the whole-trace
+    # fat-tree runs take tens of minutes each); each run is printed when it ends, and
+    # one bar counts the runs done
+    reports = multiprocessing.get_context().Queue()
+    with ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(reports,)) as ex, \
+            Progress(console=console) as prog:
         bar = prog.add_task(f"{len(order)} simulations, {workers} at a time", total=len(order))
-        for fut in as_completed([ex.submit(_one, t) for t in order]):
-            task, summ = fut.result()
-            done[task] = summ
-            prog.console.print(f"  {task[1]} n={task[2] or 'all'} {task[3]} {task[4]} "
-                               f"{dict(task[7]) or ''} {task[5]} {task[6]:g}G: avg CCT "
-                               f"{summ['avg_cct_s']:.3f} s ({summ['wall_s']:.1f} s wall)",
-                               highlight=False)
-            prog.advance(bar)
+        index = {ex.submit(_one, t, i): i for i, t in enumerate(order)}
+        running: dict[int, Any] = {}
+        ended: set[int] = set()
+        pending = set(index)
+        while pending:
+            now, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            while True:
+                try:
+                    i, n_done, total = reports.get_nowait()
+                except queue.Empty:
+                    break
+                if i in ended:
+                    continue
+                if i not in running:
+                    running[i] = prog.add_task(f"  {_label(order[i])}", total=total)
+                prog.update(running[i], completed=n_done)
+            for fut in now:
+                task, summ = fut.result()
+                done[task] = summ
+                ended.add(index[fut])
+                if index[fut] in running:
+                    prog.remove_task(running.pop(index[fut]))
+                prog.console.print(f"  {_label(task)}: avg CCT {summ['avg_cct_s']:.3f} s "
+                                   f"({summ['wall_s']:.1f} s wall)", highlight=False)
+                prog.advance(bar)
     res: dict = {"spec": {"trace": str(trace), "units": UNITS, "queues": 4,
                           "thresholds": "10 MiB x 10^k (Aalo's)",
                           "stream": "alpha 0.5, beta 1, starvation timer 10 ms (004 §IV-A), "

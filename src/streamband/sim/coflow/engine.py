@@ -150,6 +150,7 @@ class Simulation:
         self.act = np.zeros(0, np.int64)
         self.t = 0.0
         self.events = 0
+        self.n_done = 0
         scheduler.bind(self)
 
     # -- sharing helper used by schedulers ----------------------------------
@@ -190,6 +191,7 @@ class Simulation:
             self._complete(zero, t, heap)
 
     def _complete(self, fl: np.ndarray, t: float, heap: list) -> None:
+        self.n_done += len(fl)
         self.rem[fl] = 0.0
         self.finish[fl] = t
         gs, cnt = np.unique(self.wl.group[fl], return_counts=True)
@@ -203,13 +205,14 @@ class Simulation:
                     heapq.heappush(heap, (max(t, float(self.wl.group_arrival[p])), int(p)))
 
     def run(self, progress: Callable[[float, int], None] | None = None) -> Result:
+        """Run every flow to its end; ``progress(t, flows_done)``, if given, is called
+        at every event where flows finish and once at the end."""
         wl = self.wl
         t0 = time.perf_counter()
         heap = [(float(wl.group_arrival[g]), g) for g in range(len(wl.group_arrival))
                 if self.group_deps_left[g] == 0]
         heapq.heapify(heap)
         t = 0.0
-        n_done = 0
         while heap or self.act.size:
             while heap and heap[0][0] <= t:
                 _, g = heapq.heappop(heap)
@@ -246,12 +249,13 @@ class Simulation:
             if done.any():
                 fin = act[done]
                 self.act = act[~done]
-                n_done += len(fin)
                 self._complete(fin, t, heap)
                 if progress is not None:
-                    progress(t, n_done)
+                    progress(t, self.n_done)
             if t >= t_s:
                 self.sched.on_event(t)
+        if progress is not None:
+            progress(t, self.n_done)
         cof_fin = np.full(wl.n_coflows, -np.inf)
         np.maximum.at(cof_fin, wl.coflow, self.finish)
         cct = cof_fin - wl.coflow_arrival

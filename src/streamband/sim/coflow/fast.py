@@ -9,11 +9,18 @@
 Same model as :class:`~streamband.sim.coflow.engine.Simulation` with the Python
 scheduler classes, which stay the readable reference; tests compare both engines to
 1e-9 relative.
+
+Both take ``progress(t_sim_s, flows_done)``, called every ``progress_s`` seconds of
+wall time at most and once at the end; it only observes (the results are the same
+bit for bit). The loops run without the GIL and take it back at those moments, also
+to check Python's signals: an exception of ``progress`` or a KeyboardInterrupt
+(ctrl-C) stops the run and is raised.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 import streamband_coflow_core as _core  # built by `pip install ./rust/coflow_core`
@@ -24,6 +31,9 @@ from streamband.sim.coflow.workloads import Workload
 
 #: the port-pair loop runs these (no levels, no release dependencies)
 BIGSWITCH = ("fs", "fs-static")
+
+#: ``progress(t_sim_s, flows_done)``
+ProgressFn = Callable[[float, int], object]
 
 
 def bigswitch_supports(wl: Workload, name: str) -> bool:
@@ -47,14 +57,17 @@ def _result(wl: Workload, raw: bytes, events: int, t0: float) -> Result:
                   time.perf_counter() - t0)
 
 
-def run_bigswitch(wl: Workload, port_bps: float, name: str) -> Result:
-    """Run ``wl`` on a ``wl.n_nodes``-port big switch of ``port_bps`` bit/s per port."""
+def run_bigswitch(wl: Workload, port_bps: float, name: str,
+                  progress: ProgressFn | None = None, progress_s: float = 0.25) -> Result:
+    """Run ``wl`` on a ``wl.n_nodes``-port big switch of ``port_bps`` bit/s per port,
+    reporting to ``progress`` every ``progress_s`` seconds at most."""
     if any(wl.group_deps):
         raise ValueError("the big-switch loop has no release dependencies (waves, DAGs)")
     t0 = time.perf_counter()
     release = wl.group_arrival[wl.group]
     raw, events = _core.bigswitch_run(int(wl.n_nodes), float(port_bps) / 8.0, _i64(wl.src),
-                                      _i64(wl.dst), _f64(wl.size), _f64(release), name)
+                                      _i64(wl.dst), _f64(wl.size), _f64(release), name,
+                                      progress, float(progress_s))
     return _result(wl, raw, events, t0)
 
 
@@ -85,9 +98,12 @@ def core_workload(wl: Workload, fabric: Fabric, sched: Scheduler) -> dict:
     }
 
 
-def run_compiled(wl: Workload, fabric: Fabric, sched: Scheduler) -> Result:
-    """Run ``wl`` on ``fabric`` under ``sched`` in the compiled loop."""
+def run_compiled(wl: Workload, fabric: Fabric, sched: Scheduler,
+                 progress: ProgressFn | None = None, progress_s: float = 0.25) -> Result:
+    """Run ``wl`` on ``fabric`` under ``sched`` in the compiled loop, reporting to
+    ``progress`` every ``progress_s`` seconds at most."""
     t0 = time.perf_counter()
     data = core_workload(wl, fabric, sched)
-    raw, events = _core.fabric_run(_core.SchedParams(**sched.compiled_params(fabric)), data)
+    raw, events = _core.fabric_run(_core.SchedParams(**sched.compiled_params(fabric)), data,
+                                   progress, float(progress_s))
     return _result(wl, raw, events, t0)

@@ -126,7 +126,10 @@ def simulate(wl: Workload, policy: str, topology: str | Topology = "big_switch",
     """Run scheduler ``policy`` (a registry name) on ``wl``. ``queues`` and
     ``options`` set the scheduler's parameters where it takes them. With
     ``use_fast`` a compiled scheduler runs in the compiled loop (fs / fs-static on the
-    big switch in the port-pair loop); ``use_fast=False`` runs the Python reference."""
+    big switch in the port-pair loop); ``use_fast=False`` runs the Python reference.
+    ``progress(t_sim_s, flows_done)``, if given, is called as the run goes (every
+    0.25 s of wall time at most in the compiled loops, at every completion in the
+    reference) and after the last flow."""
     topo = parse_topology(topology) if isinstance(topology, str) else topology
     entry = REGISTRY.get(policy)
     if entry is not None and "queues" in entry.options():
@@ -134,9 +137,9 @@ def simulate(wl: Workload, policy: str, topology: str | Topology = "big_switch",
     sched = make(policy, **options)
     wl2, fab = build_fabric(wl, topo, link_gbps)
     if use_fast and topo.kind == "big_switch" and fast.bigswitch_supports(wl2, policy):
-        res = fast.run_bigswitch(wl2, link_gbps * GBIT, policy)
+        res = fast.run_bigswitch(wl2, link_gbps * GBIT, policy, progress)
     elif use_fast and REGISTRY[policy].compiled:
-        res = fast.run_compiled(wl2, fab, sched)
+        res = fast.run_compiled(wl2, fab, sched, progress)
     else:
         res = Simulation(wl2, fab, sched).run(progress)
     return Run(policy, str(topo), wl2, res, sched.params())
