@@ -15,10 +15,8 @@ from conftest import make_workload
 from streamband.sim.coflow import fast
 from streamband.sim.coflow.run import GBIT, build_fabric, simulate
 from streamband.sim.coflow.schedulers.registry import make
-from streamband.sim.coflow.trace import read_trace
+from streamband.sim.coflow.trace import MIB, read_trace
 from streamband.sim.coflow.workloads import Workload, from_trace
-
-MIB = 2**20
 
 #: (policy, topology): the port-pair loop, the fabric loop, Varys's loop
 LOOPS = [("fs", "big_switch"), ("stream", "fat_tree:k=4"), ("varys", "fat_tree:k=4")]

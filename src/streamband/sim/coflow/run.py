@@ -121,7 +121,8 @@ class Run:
 
 
 def simulate(wl: Workload, policy: str, topology: str | Topology = "big_switch",
-             link_gbps: float = 1.0, queues: int | None = None, progress=None,
+             link_gbps: float = 1.0, queues: int | None = None,
+             progress: fast.ProgressFn | None = None,
              use_fast: bool = True, **options) -> Run:
     """Run scheduler ``policy`` (a registry name) on ``wl``. ``queues`` and
     ``options`` set the scheduler's parameters where it takes them. With
